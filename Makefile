@@ -1,0 +1,36 @@
+# Two commands matter on a fresh machine:
+#   make demo   - the main job on the built-in demo host (systemd container running the SGLang emulator)
+#   make test   - the whole test suite (lint, unit tests, emulator tests, molecule scenarios)
+SHELL := /bin/bash
+VENV ?= .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: venv deps image demo demo-down test lint unit molecule
+
+deps:
+	bash scripts/install-system-deps.sh
+
+venv:
+	bash scripts/bootstrap.sh
+
+image: deps
+	bash scripts/test-image.sh
+
+lint: venv
+	ruff check .
+	ruff format --check .
+	ansible-lint
+
+unit: venv
+	pytest -m "not systemd"
+
+molecule: image venv
+	bash scripts/molecule-all.sh
+
+demo: image venv
+	bash scripts/demo.sh
+
+demo-down:
+	bash scripts/demo.sh down
+
+test: deps venv lint unit molecule
