@@ -1,0 +1,120 @@
+"""Command line: `python -m bench run ...` and `python -m bench speedup BASE SPEC`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.errors import BadArguments, BenchError
+from bench.prompt_sets import CATEGORIES
+from bench.workload import parse_int_list
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="benchmark one server configuration")
+    r.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    r.add_argument("--contexts", required=True, help="prompt lengths in tokens, e.g. 512,8k,32k")
+    r.add_argument("--concurrency", required=True, help="requests in flight, e.g. 1,4,16,48")
+    r.add_argument("--output-len", default="256", help="output tokens per request (list)")
+    r.add_argument(
+        "--categories", default="random", help=f"prompt sets among {','.join(CATEGORIES)}"
+    )
+    r.add_argument("--out", required=True, type=Path, help="directory for the records")
+    r.add_argument("--repetitions", type=int, default=1)
+    r.add_argument(
+        "--requests-per-slot",
+        type=int,
+        default=4,
+        help="requests per cell = max(--min-requests, concurrency * this)",
+    )
+    r.add_argument("--min-requests", type=int, default=8)
+    r.add_argument("--warmup", type=int, default=1, help="unmeasured requests before each cell")
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--api-key",
+        default=None,
+        help="server API key (default: $SGLANG_API_KEY); never written to records",
+    )
+    r.add_argument("--redo", action="store_true", help="rerun cells that are already recorded")
+    r.add_argument("--request-timeout", type=float, default=1800.0, help="seconds per request")
+    r.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        help="seconds without a byte before a request counts as failed",
+    )
+    live = r.add_mutually_exclusive_group()
+    live.add_argument("--live", dest="live", action="store_true", default=None)
+    live.add_argument("--no-live", dest="live", action="store_false")
+    s = sub.add_parser("speedup", help="speed-up of a speculative run over a baseline run")
+    s.add_argument("baseline", type=Path)
+    s.add_argument("spec", type=Path)
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return p
+
+
+def _positive(name: str, v: float) -> None:
+    if v <= 0:
+        raise BadArguments(f"{name} must be positive, got {v}")
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from bench.runner import RunConfig, run_benchmark
+
+    if not a.url.startswith(("http://", "https://")):
+        raise BadArguments(f"--url must start with http:// or https://, got {a.url!r}")
+    for name in ("request_timeout", "idle_timeout"):
+        _positive("--" + name.replace("_", "-"), getattr(a, name))
+    if a.out.exists() and not a.out.is_dir():
+        raise BadArguments(f"--out {a.out} exists and is not a directory")
+    cfg = RunConfig(
+        url=a.url,
+        out=a.out,
+        contexts=parse_int_list(a.contexts),
+        concurrencies=parse_int_list(a.concurrency),
+        output_lens=parse_int_list(a.output_len),
+        categories=[c.strip() for c in a.categories.split(",") if c.strip()],
+        repetitions=a.repetitions,
+        requests_per_slot=a.requests_per_slot,
+        min_requests=a.min_requests,
+        warmup=a.warmup,
+        temperature=a.temperature,
+        seed=a.seed,
+        api_key=a.api_key or os.environ.get("SGLANG_API_KEY") or None,
+        redo=a.redo,
+        request_timeout=a.request_timeout,
+        idle_timeout=a.idle_timeout,
+        live=a.live,
+    )
+    asyncio.run(run_benchmark(cfg))
+    return 0
+
+
+def _cmd_speedup(a: argparse.Namespace) -> int:
+    from bench.speedup import compute, format_table
+
+    rows = compute(a.baseline, a.spec)
+    print(json.dumps(rows, indent=1) if a.json else format_table(rows))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_speedup(args)
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: completed cells are recorded; rerun to continue", file=sys.stderr)
+        return 130

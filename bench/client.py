@@ -1,0 +1,157 @@
+"""Streaming /generate client (aiohttp) and the closed-loop load generator of one cell.
+
+Kept cheap per chunk: one perf_counter() at line arrival, one json.loads, two list appends.
+Everything else is computed after the cell by bench.metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from bench.metrics import RequestResult
+
+_DATA = b"data:"
+_DONE = b"[DONE]"
+
+
+def make_session(
+    connections: int, request_timeout: float, idle_timeout: float
+) -> aiohttp.ClientSession:
+    """One session for the whole run; the connection pool must not cap the concurrency."""
+    connector = aiohttp.TCPConnector(
+        limit=max(connections, 1) + 4, limit_per_host=0, ttl_dns_cache=300
+    )
+    timeout = aiohttp.ClientTimeout(total=request_timeout, sock_read=idle_timeout)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**18)
+
+
+def generate_payload(
+    prompt_part: dict[str, Any], output_len: int, temperature: float, rid: str | None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        **prompt_part,
+        "sampling_params": {
+            "max_new_tokens": output_len,
+            "ignore_eos": True,
+            "temperature": temperature,
+        },
+        "stream": True,
+    }
+    if rid is not None:
+        payload["rid"] = rid
+    return payload
+
+
+def _finish_type(fr: Any) -> str | None:
+    if isinstance(fr, dict):
+        return str(fr.get("type")) if fr.get("type") is not None else None
+    return None if fr is None else str(fr)
+
+
+async def stream_generate(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    result: RequestResult,
+) -> None:
+    """Send one streaming /generate and fill `result`. Never raises for request failures."""
+    expected = payload["sampling_params"]["max_new_tokens"]
+    times = result.chunk_times
+    counts = result.chunk_tokens
+    last = 0
+    meta: dict[str, Any] = {}
+    done = False
+    perf = time.perf_counter
+    st = perf()
+    try:
+        async with session.post(url, json=payload, headers=headers) as resp:
+            if resp.status != 200:
+                body = (await resp.text())[:300]
+                result.error = f"HTTP {resp.status}: {body}"
+                return
+            async for line in resp.content:
+                now = perf()
+                if not line.startswith(_DATA):
+                    continue
+                data = line[5:].strip()
+                if data == _DONE:
+                    done = True
+                    break
+                obj = json.loads(data)
+                if "error" in obj:
+                    err = obj["error"]
+                    result.error = str(err.get("message") if isinstance(err, dict) else err)
+                    break
+                meta = obj.get("meta_info") or meta
+                ct = meta.get("completion_tokens") or 0
+                if ct > last:
+                    times.append(now - st)
+                    counts.append(ct)
+                    last = ct
+            end = perf()
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # any transport failure is a counted failure, never an abort
+        result.error = f"{type(e).__name__}: {e}"[:300]
+        end = perf()
+    result.latency = end - st
+    result.rid = meta.get("id", result.rid)
+    result.prompt_tokens = meta.get("prompt_tokens")
+    result.cached_tokens = meta.get("cached_tokens")
+    result.spec_verify_ct = meta.get("spec_verify_ct")
+    result.finish_reason = _finish_type(meta.get("finish_reason"))
+    result.completion_tokens = last
+    result.ttft = times[0] if times else None
+    if result.error is None and result.finish_reason == "abort":
+        result.error = f"aborted by server: {meta.get('finish_reason')}"
+    if result.error is None and (not done or last < expected or result.finish_reason is None):
+        result.error = f"incomplete stream: {last}/{expected} tokens, done={done}"
+    result.incomplete = result.error is not None and last > 0
+    result.ok = result.error is None
+
+
+async def run_closed_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    payloads: list[dict[str, Any]],
+    concurrency: int,
+    on_change: Callable[[int, int], None] | None = None,
+) -> tuple[list[RequestResult], float, int]:
+    """Keep `concurrency` requests in flight until all payloads are sent.
+
+    Returns (results in payload order, wall duration in seconds, most requests seen in flight).
+    `on_change(done, in_flight)` is called on every start and finish (for the progress display).
+    """
+    results = [RequestResult(index=i, rid=p.get("rid")) for i, p in enumerate(payloads)]
+    next_i = 0
+    in_flight = 0
+    peak = 0
+    finished = 0
+    t0 = time.perf_counter()
+
+    async def worker() -> None:
+        nonlocal next_i, in_flight, peak, finished
+        while next_i < len(payloads):
+            i = next_i
+            next_i += 1
+            in_flight += 1
+            peak = max(peak, in_flight)
+            if on_change:
+                on_change(finished, in_flight)
+            results[i].start = time.perf_counter() - t0
+            await stream_generate(session, url, headers, payloads[i], results[i])
+            in_flight -= 1
+            finished += 1
+            if on_change:
+                on_change(finished, in_flight)
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(payloads)))))
+    return results, time.perf_counter() - t0, peak

@@ -1,0 +1,213 @@
+"""THE metric definitions. Everything that turns raw timestamps into figures lives here.
+
+Definitions (the same as sglang's own `bench_serving`, see docs/sglang-facts.md):
+
+- A *token chunk* is a streamed chunk whose server-side `completion_tokens` grew.
+- TTFT: request start to the first token chunk.
+- ITL: each gap between consecutive token chunks, spread evenly over the tokens the later chunk
+  carries (a chunk with k new tokens after a gap g contributes k values g/k).
+- TPOT: (latency - TTFT) / (output_len - 1), for requests with at least 2 output tokens.
+- Latency: request start to the end of the stream.
+- Output throughput: output tokens of completed requests / wall duration of the cell.
+- Concurrency reached: sum of request latencies / wall duration.
+- Accept length: sum(completion_tokens) / sum(spec_verify_ct) over completed requests that report
+  `spec_verify_ct` (i.e. the per-request accept lengths weighted by verify count).
+- Repetitions: median and median absolute deviation (unscaled) across repetitions.
+
+All times are seconds internally; summaries report milliseconds (`*_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PERCENTILES = (90, 95, 99)
+
+
+@dataclass
+class RequestResult:
+    """One request as observed by the client. Times are seconds, relative to `start`."""
+
+    index: int
+    start: float = 0.0  # perf_counter seconds relative to the cell's start
+    ok: bool = False
+    error: str | None = None
+    incomplete: bool = False
+    latency: float | None = None
+    ttft: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int = 0
+    cached_tokens: int | None = None
+    spec_verify_ct: int | None = None
+    finish_reason: str | None = None
+    rid: str | None = None
+    # Seconds since request start of each token chunk, and the cumulative completion tokens
+    # the server reported in it.
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["itl"] = itl(self.chunk_times, self.chunk_tokens)
+        d["tpot"] = tpot(self)
+        d["accept_length"] = accept_length_of(self)
+        return d
+
+
+def itl(chunk_times: Sequence[float], chunk_tokens: Sequence[int]) -> list[float]:
+    """Inter-token latencies: each chunk gap spread evenly over the tokens of that chunk."""
+    out: list[float] = []
+    for i in range(1, len(chunk_times)):
+        new = chunk_tokens[i] - chunk_tokens[i - 1]
+        if new <= 0:
+            continue
+        gap = chunk_times[i] - chunk_times[i - 1]
+        out.extend([gap / new] * new)
+    return out
+
+
+def tpot(r: RequestResult) -> float | None:
+    if not r.ok or r.latency is None or r.ttft is None or r.completion_tokens < 2:
+        return None
+    return (r.latency - r.ttft) / (r.completion_tokens - 1)
+
+
+def accept_length_of(r: RequestResult) -> float | None:
+    if not r.spec_verify_ct:
+        return None
+    return r.completion_tokens / r.spec_verify_ct
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default method)."""
+    if not sorted_values:
+        raise ValueError("percentile of an empty sequence")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+def distribution(values: Iterable[float], scale: float = 1.0) -> dict[str, float | int | None]:
+    """mean, median, std, min, max, p90, p95, p99 and count of `values` multiplied by `scale`."""
+    v = sorted(x * scale for x in values)
+    if not v:
+        keys = ["mean", "median", "std", "min", "max"] + [f"p{p}" for p in PERCENTILES]
+        return {"count": 0, **dict.fromkeys(keys)}
+    out: dict[str, float | int | None] = {
+        "count": len(v),
+        "mean": statistics.fmean(v),
+        "median": percentile(v, 50),
+        "std": statistics.pstdev(v) if len(v) > 1 else 0.0,
+        "min": v[0],
+        "max": v[-1],
+    }
+    for p in PERCENTILES:
+        out[f"p{p}"] = percentile(v, p)
+    return out
+
+
+def median_mad(values: Sequence[float]) -> tuple[float, float]:
+    """Median and (unscaled) median absolute deviation."""
+    if not values:
+        raise ValueError("median_mad of an empty sequence")
+    med = statistics.median(values)
+    return med, statistics.median(abs(x - med) for x in values)
+
+
+def summarize(results: Sequence[RequestResult], duration: float) -> dict[str, Any]:
+    """Cell summary from per-request results. Failed and incomplete requests are counted, and
+    excluded from latency distributions (they have no complete timing)."""
+    done = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok and not r.incomplete]
+    incomplete = [r for r in results if not r.ok and r.incomplete]
+    out_tokens = sum(r.completion_tokens for r in done)
+    in_tokens = sum(r.prompt_tokens or 0 for r in done)
+    spec = [r for r in done if r.spec_verify_ct]
+    verify = sum(r.spec_verify_ct or 0 for r in spec)
+    errors: dict[str, int] = {}
+    for r in results:
+        if not r.ok:
+            key = (r.error or "unknown")[:200]
+            errors[key] = errors.get(key, 0) + 1
+    all_itl: list[float] = []
+    for r in done:
+        all_itl.extend(itl(r.chunk_times, r.chunk_tokens))
+    tpots = [t for t in (tpot(r) for r in done) if t is not None]
+    prompt_lens = [r.prompt_tokens for r in done if r.prompt_tokens is not None]
+    per_s = 1.0 / duration if duration > 0 else 0.0
+    return {
+        "requests": len(results),
+        "completed": len(done),
+        "failed": len(failed),
+        "incomplete": len(incomplete),
+        "errors": errors,
+        "duration_s": duration,
+        "request_throughput": len(done) * per_s,
+        "output_throughput": out_tokens * per_s,
+        "total_token_throughput": (out_tokens + in_tokens) * per_s,
+        "output_tokens": out_tokens,
+        "input_tokens": in_tokens,
+        "concurrency_reached": sum(r.latency or 0.0 for r in done) * per_s,
+        "prompt_tokens_min": min(prompt_lens) if prompt_lens else None,
+        "prompt_tokens_max": max(prompt_lens) if prompt_lens else None,
+        "ttft_ms": distribution((r.ttft for r in done if r.ttft is not None), 1000.0),
+        "itl_ms": distribution(all_itl, 1000.0),
+        "tpot_ms": distribution(tpots, 1000.0),
+        "e2e_latency_ms": distribution((r.latency for r in done if r.latency is not None), 1000.0),
+        "accept_length": out_tokens_of(spec) / verify if verify else None,
+        "accept_length_requests": len(spec),
+        "accept_length_dist": distribution(
+            a for a in (accept_length_of(r) for r in spec) if a is not None
+        ),
+    }
+
+
+def out_tokens_of(results: Iterable[RequestResult]) -> int:
+    return sum(r.completion_tokens for r in results)
+
+
+# Figures aggregated across repetitions (median and MAD) and compared by the speed-up.
+HEADLINE = {
+    "output_throughput": ("output_throughput",),
+    "request_throughput": ("request_throughput",),
+    "total_token_throughput": ("total_token_throughput",),
+    "ttft_median_ms": ("ttft_ms", "median"),
+    "itl_median_ms": ("itl_ms", "median"),
+    "tpot_median_ms": ("tpot_ms", "median"),
+    "tpot_mean_ms": ("tpot_ms", "mean"),
+    "e2e_median_ms": ("e2e_latency_ms", "median"),
+    "accept_length": ("accept_length",),
+    "concurrency_reached": ("concurrency_reached",),
+}
+
+
+def headline(summary: dict[str, Any]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, path in HEADLINE.items():
+        v: Any = summary
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        out[name] = float(v) if isinstance(v, (int, float)) else None
+    return out
+
+
+def aggregate_repetitions(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Median and MAD of the headline figures across repetitions of one point."""
+    out: dict[str, Any] = {"repetitions": len(summaries)}
+    out["failed"] = sum(s.get("failed", 0) for s in summaries)
+    out["incomplete"] = sum(s.get("incomplete", 0) for s in summaries)
+    heads = [headline(s) for s in summaries]
+    for name in HEADLINE:
+        vals = [h[name] for h in heads if h[name] is not None]
+        if vals:
+            med, mad = median_mad(vals)
+            out[f"{name}_median"], out[f"{name}_mad"] = med, mad
+        else:
+            out[f"{name}_median"] = out[f"{name}_mad"] = None
+    return out

@@ -1,0 +1,219 @@
+"""Prompt sets by category, cut to an exact context length with the server's own token counts.
+
+How exact lengths are reached (never with a guessed tokenizer):
+
+1. `random`: uniformly drawn token ids sent as `input_ids`: the length is exact by construction.
+2. Text categories (`code`, `prose`, `math`), server with `/tokenize` (SGLang): the category's
+   corpus is tokenized once by the server, and each request gets a window of exactly `context`
+   ids of that stream, starting at its own offset (so no two requests share a cacheable
+   prefix), sent as `input_ids`.
+3. Text categories, server without `/tokenize`: the prompt is sent as text. Its length is
+   found by asking the server to count (a `/generate` with `max_new_tokens=1` reports
+   `prompt_tokens`): a secant search on the number of characters, then word-wise trimming.
+   If the tokenizer cannot hit the target exactly, the nearest count below it is used; the
+   per-request `prompt_tokens` the server reports are recorded either way.
+
+Every measured request records the server-reported `prompt_tokens`, so a record shows whether
+the context was exact. Counting requests fill the prefix cache: the runner flushes it after
+building prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from importlib import resources
+from typing import Protocol
+
+CATEGORIES = ("random", "code", "prose", "math")
+# Token ids drawn for the random set: above the special tokens of common vocabularies and below
+# the smallest vocabulary sizes in use (32k).
+RANDOM_ID_RANGE = (1000, 30000)
+_TOKENIZE_PIECE_CHARS = 16_000
+
+
+class TokenServer(Protocol):
+    async def tokenize(self, texts: list[str]) -> list[list[int]] | None: ...
+
+    async def count_prompt_tokens(self, text: str) -> int: ...
+
+
+@dataclass
+class Prompt:
+    input_ids: list[int] | None = None
+    text: str | None = None
+    tokens: int = 0  # the server-counted length this prompt was built to
+
+    def payload_part(self) -> dict[str, object]:
+        return {"input_ids": self.input_ids} if self.input_ids is not None else {"text": self.text}
+
+
+def _read(name: str) -> str:
+    return (resources.files("bench") / "prompts" / name).read_text(encoding="utf-8")
+
+
+def math_corpus(seed: int = 0, n_chars: int = 200_000) -> str:
+    """Original math-like worked problems, generated deterministically."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    size = 0
+    i = 0
+    while size < n_chars:
+        i += 1
+        a, b, c = rng.randint(2, 19), rng.randint(1, 60), rng.randint(2, 9)
+        kind = i % 5
+        if kind == 0:
+            x = rng.randint(1, 30)
+            rhs = a * x + b
+            s = (
+                f"Problem {i}. Solve for x: {a}x + {b} = {rhs}.\n"
+                f"Solution. Subtract {b} from both sides: {a}x = {rhs - b}. "
+                f"Divide both sides by {a}: x = {x}. Check: {a}*{x} + {b} = {rhs}.\n"
+            )
+        elif kind == 1:
+            n = rng.randint(5, 40)
+            s = (
+                f"Problem {i}. Find the sum of the first {n} terms of the arithmetic sequence "
+                f"{b}, {b + c}, {b + 2 * c}, ...\n"
+                f"Solution. The last term is {b} + ({n} - 1)*{c} = {b + (n - 1) * c}. "
+                f"The sum is {n}*({b} + {b + (n - 1) * c})/2 = {n * (2 * b + (n - 1) * c) // 2}.\n"
+            )
+        elif kind == 2:
+            s = (
+                f"Problem {i}. Differentiate f(x) = {a}x^{c} + {b}x^2 - {c}x + {a + b}.\n"
+                f"Solution. By the power rule, f'(x) = {a * c}x^{c - 1} + {2 * b}x - {c}. "
+                f"At x = 1, f'(1) = {a * c + 2 * b - c}.\n"
+            )
+        elif kind == 3:
+            p = rng.choice([5, 10, 12, 15, 20, 25, 30, 40])
+            price = rng.randint(20, 500)
+            s = (
+                f"Problem {i}. A price of {price} is reduced by {p} percent and then raised by "
+                f"{p} percent. What is the final price?\n"
+                f"Solution. After the reduction: {price}*(1 - {p}/100) = "
+                f"{price * (100 - p) / 100:g}. After the rise: "
+                f"{price * (100 - p) / 100:g}*(1 + {p}/100) = "
+                f"{price * (100 - p) * (100 + p) / 10000:g}. "
+                f"The net change is -{p}^2/100 = -{p * p / 100:g} percent.\n"
+            )
+        else:
+            d = a * a - 4 * c
+            s = (
+                f"Problem {i}. How many real roots does x^2 + {a}x + {c} = 0 have?\n"
+                f"Solution. The discriminant is {a}^2 - 4*{c} = {d}. "
+                + (
+                    "It is positive, so there are two distinct real roots.\n"
+                    if d > 0
+                    else "It is zero, so there is one double root.\n"
+                    if d == 0
+                    else "It is negative, so there are no real roots.\n"
+                )
+            )
+        parts.append(s)
+        size += len(s)
+    return "".join(parts)
+
+
+def corpus(category: str, seed: int = 0) -> str:
+    if category == "code":
+        return _read("code.txt")
+    if category == "prose":
+        return _read("prose-chat.txt") + "\n" + _read("prose-reference.txt")
+    if category == "math":
+        return math_corpus(seed)
+    raise ValueError(f"no text corpus for category {category!r}")
+
+
+def random_prompts(context: int, n: int, seed: int) -> list[Prompt]:
+    rng = random.Random(seed)
+    lo, hi = RANDOM_ID_RANGE
+    return [
+        Prompt(input_ids=[rng.randrange(lo, hi) for _ in range(context)], tokens=context)
+        for _ in range(n)
+    ]
+
+
+def windows(stream: list[int], context: int, n: int, seed: int) -> list[Prompt]:
+    """n windows of exactly `context` ids from a cyclic id stream, at distinct offsets."""
+    if not stream:
+        raise ValueError("empty token stream")
+    rng = random.Random(seed)
+    length = len(stream)
+    reps = context // length + 2
+    cyc = stream * reps
+    offsets = (
+        rng.sample(range(length), n) if n <= length else [rng.randrange(length) for _ in range(n)]
+    )
+    return [Prompt(input_ids=cyc[o : o + context], tokens=context) for o in offsets]
+
+
+async def fit_text(server: TokenServer, source: str, start: int, context: int) -> Prompt:
+    """A text starting at `start` of the cyclic `source` whose server-counted length is
+    `context`, or the closest count below it."""
+    # generous: no tokenizer in use averages more than 12 characters per token
+    need = start + max(context * 12, len(source))
+    cyc = (source * (need // len(source) + 1))[start:need]
+    lo_chars, hi_chars = 0, len(cyc)
+    lo_tokens = 0
+    chars = min(hi_chars, context * 4)
+    best: tuple[int, int] = (0, 0)  # (tokens, chars) best at or below target
+    for _ in range(20):
+        n = await server.count_prompt_tokens(cyc[:chars])
+        if n == context:
+            return Prompt(text=cyc[:chars], tokens=n)
+        if n < context:
+            lo_chars, lo_tokens = chars, n
+            if n > best[0]:
+                best = (n, chars)
+        else:
+            hi_chars = chars
+        if hi_chars - lo_chars <= 1:
+            break
+        # secant step from the last point below the target, kept inside the bracket
+        per_token = chars / max(n, 1)
+        guess = lo_chars + int((context - lo_tokens) * per_token)
+        chars = min(max(guess, lo_chars + 1), hi_chars - 1)
+    return Prompt(text=cyc[: best[1]], tokens=best[0])
+
+
+class PromptBuilder:
+    """Builds prompts for cells; caches the server's tokenization of each corpus."""
+
+    def __init__(self, server: TokenServer, seed: int = 0, parallel: int = 4) -> None:
+        self.server = server
+        self.seed = seed
+        self.parallel = parallel
+        self._streams: dict[str, list[int] | None] = {}
+        self.method: dict[str, str] = {}
+
+    async def _stream(self, category: str) -> list[int] | None:
+        if category not in self._streams:
+            text = corpus(category, self.seed)
+            pieces = [
+                text[i : i + _TOKENIZE_PIECE_CHARS]
+                for i in range(0, len(text), _TOKENIZE_PIECE_CHARS)
+            ]
+            ids = await self.server.tokenize(pieces)
+            self._streams[category] = [t for p in ids for t in p] if ids else None
+        return self._streams[category]
+
+    async def build(self, category: str, context: int, n: int, seed: int) -> list[Prompt]:
+        if category == "random":
+            self.method[category] = "random input_ids"
+            return random_prompts(context, n, seed)
+        stream = await self._stream(category)
+        if stream:
+            self.method[category] = "server /tokenize, input_ids windows"
+            return windows(stream, context, n, seed)
+        self.method[category] = "text fitted with server prompt_tokens counts"
+        source = corpus(category, self.seed)
+        rng = random.Random(seed)
+        starts = [rng.randrange(len(source)) for _ in range(n)]
+        sem = asyncio.Semaphore(self.parallel)
+
+        async def one(s: int) -> Prompt:
+            async with sem:
+                return await fit_text(self.server, source, s, context)
+
+        return list(await asyncio.gather(*(one(s) for s in starts)))

@@ -1,0 +1,194 @@
+"""Everything the benchmark asks the server besides the measured requests: /server_info,
+/flush_cache, /metrics (scrape and diff), token counting, and the pre-flight checks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import aiohttp
+
+from bench.errors import AuthError, ServerError, ServerUnreachable
+
+REDACTED = "<redacted>"
+_API_KEY_FLAG = re.compile(r"(--(?:admin-)?api-key(?:=|\s+))(\"[^\"]*\"|'[^']*'|\S+)")
+_METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def redact(obj: Any) -> Any:
+    """Copy of `obj` without secrets: any key containing "api_key" and `--api-key VALUE` in
+    command lines (string or argv list)."""
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            if "api_key" in str(k).lower() and v is not None:
+                out[k] = REDACTED
+            else:
+                out[k] = redact(v)
+        return out
+    if isinstance(obj, list):
+        items = [redact(v) for v in obj]
+        for i in range(len(items) - 1):
+            if isinstance(items[i], str) and items[i] in ("--api-key", "--admin-api-key"):
+                items[i + 1] = REDACTED
+        return [
+            re.sub(r"^(--(?:admin-)?api-key=).*", r"\1" + REDACTED, v) if isinstance(v, str) else v
+            for v in items
+        ]
+    if isinstance(obj, str):
+        return _API_KEY_FLAG.sub(lambda m: m.group(1) + REDACTED, obj)
+    return obj
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """`name{labels}` -> value for every sample line of a Prometheus text exposition."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _METRIC_LINE.match(line)
+        if not m:
+            continue
+        try:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        except ValueError:
+            continue
+    return out
+
+
+def _is_cumulative(name: str) -> bool:
+    base = name.split("{", 1)[0]
+    return base.endswith(("_total", "_count", "_sum", "_bucket"))
+
+
+def metrics_diff(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """Server-side view of one cell: counters and histogram parts as after - before, gauges as
+    their value after the cell. Only `sglang:` series; buckets left out to keep records small."""
+    delta: dict[str, float] = {}
+    gauges: dict[str, float] = {}
+    for key, val in after.items():
+        if not key.startswith("sglang:") or "_bucket" in key.split("{", 1)[0]:
+            continue
+        if _is_cumulative(key):
+            delta[key] = val - before.get(key, 0.0)
+        else:
+            gauges[key] = val
+    derived: dict[str, float] = {}
+    gen = _sum_prefix(delta, "sglang:generation_tokens_total")
+    ver = _sum_prefix(delta, "sglang:spec_verify_calls_total")
+    if gen is not None and ver:
+        derived["accept_length"] = gen / ver
+    for hist in ("time_to_first_token_seconds", "inter_token_latency_seconds"):
+        s = _sum_prefix(delta, f"sglang:{hist}_sum")
+        c = _sum_prefix(delta, f"sglang:{hist}_count")
+        if s is not None and c:
+            derived[f"{hist}_mean"] = s / c
+    return {"delta": delta, "gauges_after": gauges, "derived": derived}
+
+
+def _sum_prefix(d: dict[str, float], name: str) -> float | None:
+    vals = [v for k, v in d.items() if k == name or k.startswith(name + "{")]
+    return sum(vals) if vals else None
+
+
+class Server:
+    """Control-plane calls to one SGLang server. `session` is shared with the load client."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str, api_key: str | None) -> None:
+        self.session = session
+        self.url = url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    async def _request(self, method: str, path: str, **kw: Any) -> tuple[int, str]:
+        try:
+            async with self.session.request(
+                method, self.url + path, headers=self.headers, **kw
+            ) as resp:
+                return resp.status, await resp.text()
+        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as e:
+            raise ServerUnreachable(
+                f"cannot reach {self.url}{path}: {e or type(e).__name__}"
+            ) from e
+
+    async def _json(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
+        status, body = await self._request(method, path, **kw)
+        if status in (401, 403):
+            raise AuthError(
+                f"{self.url}{path} answered {status}: wrong or missing API key (--api-key)"
+            )
+        try:
+            return status, json.loads(body) if body else None
+        except ValueError:
+            return status, body
+
+    async def server_info(self) -> dict[str, Any]:
+        """/server_info (older servers: /get_server_info), secrets redacted."""
+        for path in ("/server_info", "/get_server_info"):
+            status, data = await self._json("GET", path)
+            if status == 200 and isinstance(data, dict):
+                return redact(data)
+        raise ServerError(f"{self.url} has no usable /server_info (last status {status})")
+
+    async def model_max_len(self) -> int | None:
+        status, data = await self._json("GET", "/v1/models")
+        if status == 200 and isinstance(data, dict):
+            for card in data.get("data") or []:
+                if isinstance(card, dict) and isinstance(card.get("max_model_len"), int):
+                    return int(card["max_model_len"])
+        return None
+
+    async def context_length(self, info: dict[str, Any]) -> int | None:
+        """Longest prompt + output the server accepts, from the server itself."""
+        for key in ("context_length", "max_model_len"):
+            if isinstance(info.get(key), int):
+                return int(info[key])
+        return await self.model_max_len()
+
+    async def generate_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Non-streaming /generate; raises on any non-200."""
+        status, data = await self._json("POST", "/generate", json=payload)
+        if status != 200 or not isinstance(data, dict):
+            raise ServerError(f"/generate answered {status}: {str(data)[:300]}")
+        return data
+
+    async def count_prompt_tokens(self, text: str) -> int:
+        """The server's own token count for `text` (a 1-token generation reports it)."""
+        data = await self.generate_once(
+            {"text": text, "sampling_params": {"max_new_tokens": 1, "temperature": 0}}
+        )
+        return int(data["meta_info"]["prompt_tokens"])
+
+    async def tokenize(self, texts: list[str]) -> list[list[int]] | None:
+        """Token ids from the server's /tokenize (SGLang >= 0.5.x); None when it has none."""
+        status, data = await self._json(
+            "POST", "/tokenize", json={"prompt": texts, "add_special_tokens": False}
+        )
+        if status != 200 or not isinstance(data, dict) or "tokens" not in data:
+            return None
+        tokens = data["tokens"]
+        if len(texts) == 1 and tokens and isinstance(tokens[0], int):
+            tokens = [tokens]
+        return [list(map(int, t)) for t in tokens]
+
+    async def flush_cache(self, timeout_s: float = 60.0) -> bool:
+        """POST /flush_cache. SGLang refuses (400) while requests are running: retry until idle."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            status, _ = await self._request("POST", "/flush_cache")
+            if status in (401, 403):
+                raise AuthError(f"/flush_cache answered {status}: wrong API key")
+            if status == 200:
+                return True
+            if status == 404 or loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.5)
+
+    async def scrape_metrics(self) -> dict[str, float] | None:
+        """Parsed /metrics, or None when the server runs without --enable-metrics."""
+        status, body = await self._request("GET", "/metrics")
+        if status != 200:
+            return None
+        return parse_prometheus(body)
