@@ -61,12 +61,15 @@ class RequestResult:
 def itl(chunk_times: Sequence[float], chunk_tokens: Sequence[int]) -> list[float]:
     """Inter-token latencies: each chunk gap spread evenly over the tokens of that chunk."""
     out: list[float] = []
-    for i in range(1, len(chunk_times)):
-        new = chunk_tokens[i] - chunk_tokens[i - 1]
-        if new <= 0:
+    if not chunk_times:
+        return out
+    last_t, last_n = chunk_times[0], chunk_tokens[0]
+    for t, n in zip(chunk_times[1:], chunk_tokens[1:], strict=True):
+        new = n - last_n
+        if new <= 0:  # like sglang's bench: the gap runs from the last chunk with tokens
             continue
-        gap = chunk_times[i] - chunk_times[i - 1]
-        out.extend([gap / new] * new)
+        out.extend([(t - last_t) / new] * new)
+        last_t, last_n = t, n
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 CATEGORIES = ("random", "code", "prose", "math")
@@ -31,6 +31,7 @@ CATEGORIES = ("random", "code", "prose", "math")
 # the smallest vocabulary sizes in use (32k).
 RANDOM_ID_RANGE = (1000, 30000)
 _TOKENIZE_PIECE_CHARS = 16_000
+_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
 class TokenServer(Protocol):
@@ -50,7 +51,7 @@ class Prompt:
 
 
 def _read(name: str) -> str:
-    return (resources.files("bench") / "prompts" / name).read_text(encoding="utf-8")
+    return (_PROMPTS / name).read_text(encoding="utf-8")
 
 
 def math_corpus(seed: int = 0, n_chars: int = 200_000) -> str:
@@ -154,25 +155,28 @@ async def fit_text(server: TokenServer, source: str, start: int, context: int) -
     # generous: no tokenizer in use averages more than 12 characters per token
     need = start + max(context * 12, len(source))
     cyc = (source * (need // len(source) + 1))[start:need]
-    lo_chars, hi_chars = 0, len(cyc)
-    lo_tokens = 0
+    lo_chars, lo_tokens = 0, 0
+    hi_chars, hi_tokens = len(cyc), None
     chars = min(hi_chars, context * 4)
-    best: tuple[int, int] = (0, 0)  # (tokens, chars) best at or below target
-    for _ in range(20):
+    best: tuple[int, int] = (0, 0)  # (tokens, chars), the best at or below the target
+    for step in range(40):
         n = await server.count_prompt_tokens(cyc[:chars])
         if n == context:
             return Prompt(text=cyc[:chars], tokens=n)
         if n < context:
             lo_chars, lo_tokens = chars, n
-            if n > best[0]:
-                best = (n, chars)
+            best = max(best, (n, chars))
         else:
-            hi_chars = chars
+            hi_chars, hi_tokens = chars, n
         if hi_chars - lo_chars <= 1:
             break
-        # secant step from the last point below the target, kept inside the bracket
-        per_token = chars / max(n, 1)
-        guess = lo_chars + int((context - lo_tokens) * per_token)
+        if hi_tokens is None:  # no upper point yet: extrapolate from the lower one
+            guess = int(chars * context / max(n, 1)) + 1
+        elif step % 2:  # bisection every other step guarantees progress
+            guess = (lo_chars + hi_chars) // 2
+        else:  # regula falsi between the bracket's ends
+            span = (hi_tokens - lo_tokens) or 1
+            guess = lo_chars + (context - lo_tokens) * (hi_chars - lo_chars) // span
         chars = min(max(guess, lo_chars + 1), hi_chars - 1)
     return Prompt(text=cyc[: best[1]], tokens=best[0])
 
