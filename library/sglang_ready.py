@@ -1,0 +1,1324 @@
+#!/usr/bin/python
+# Runs on the target host with its own /usr/bin/python3: stdlib and ansible.module_utils only.
+# Ansible wants DOCUMENTATION, EXAMPLES and RETURN before the imports.
+# ruff: noqa: E402
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_ready
+short_description: Wait until a (re)started SGLang server really serves the requested configuration
+description:
+  - Waits after C(systemctl restart --no-block) of an SGLang unit until the NEW server process is
+    ready, never reporting a draining old process (which keeps answering C(/v1/models),
+    C(/server_info) and C(/generate) with the old configuration) as ready.
+  - "Conditions, checked in this order on every poll: (1) the unit's main PID is new (differs from
+    O(previous_pid), InvocationID differs from O(previous_invocation)) and the old PID is gone;
+    (2) the listening socket of the URL's port belongs to a process of the unit (its cgroup, else
+    the main PID and its descendants); (3) C(/server_info) (or C(/get_server_info)) answers and
+    matches O(expect); (4) C(/health_generate) (or C(/health) where the build lacks it) answers
+    200; (5) a real generation through C(/generate) returns tokens (and speculation statistics
+    with O(require_speculation)); (6) the main PID is still the same afterwards."
+  - Between polls it reads the unit's state and fails AT ONCE, with the last journal lines of the
+    new invocation, when the unit is C(failed), in C(auto-restart), C(NRestarts) rises, the main
+    PID changes after it was first seen as new, or the main process exited.
+  - Without O(unit) only the HTTP conditions (3) to (5) are checked, for servers not run by systemd.
+  - Never reports C(changed).
+version_added: "0.1.0"
+author:
+  - sglang-specbench project
+options:
+  url:
+    description:
+      - Base URL of the server, for example C(http://127.0.0.1:30000). Scheme C(http) or C(https).
+      - The port of this URL is the one whose listening socket must belong to the unit.
+    type: str
+    required: true
+  api_key:
+    description:
+      - "The server's API key, sent as C(Authorization: Bearer <key>)."
+      - Never returned or logged; an empty string means no key.
+    type: str
+  unit:
+    description:
+      - The systemd unit running the server, for example C(sglang.service).
+      - When omitted, PID, unit-state and port-ownership checks are skipped (URL-only mode).
+    type: str
+  previous_pid:
+    description:
+      - MainPID of the unit recorded before the restart. The new main PID must differ from it and
+        the old process must be gone (absent or a zombie).
+      - Requires O(unit).
+    type: int
+  previous_invocation:
+    description:
+      - InvocationID of the unit recorded before the restart. The new InvocationID must differ.
+      - Requires O(unit).
+    type: str
+  expect:
+    description:
+      - "C(/server_info) fields that must match, for example C(speculative_num_draft_tokens: 16)."
+      - Values are compared with type coercion (V("16") equals V(16), V("true") equals V(true));
+        nested keys may be written with dots (C(a.b), list indexes as numbers).
+    type: dict
+    default: {}
+  timeout:
+    description:
+      - Seconds to wait for all conditions before failing. Long enough to load a very large model.
+      - V(0) means a single pass.
+    type: int
+    default: 1800
+  probe:
+    description:
+      - The real generation that must succeed, sent to C(/generate) with temperature 0.
+    type: dict
+    default:
+      prompt: The capital city of France is
+      max_new_tokens: 8
+      timeout: 120
+    suboptions:
+      prompt:
+        description: Prompt text of the probe generation.
+        type: str
+        required: true
+      max_new_tokens:
+        description: Tokens to generate.
+        type: int
+        default: 8
+      timeout:
+        description: HTTP time-out of the probe generation, in seconds.
+        type: float
+        default: 120
+  require_speculation:
+    description:
+      - The probe's C(meta_info) must show C(spec_verify_ct > 0), proving speculative decoding is
+        on.
+    type: bool
+    default: false
+  max_poll_interval:
+    description:
+      - Upper bound of the poll interval in seconds. Polling starts at 0.1 s and backs off by 1.5x,
+        starting again from 0.1 s whenever a condition newly passes.
+    type: float
+    default: 0.5
+  validate_certs:
+    description: Verify TLS certificates for C(https) URLs.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description:
+      - A single read-only pass (unit state, port, C(/server_info), C(/health)); never waits,
+        never sends a generation, returns RV(ready) and does not fail because the server is not
+        ready.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - Run it with C(become) when O(unit) is set, so the C(/proc/<pid>/fd) links of the service user
+    can be read for the port-ownership check; without that permission it fails at once, saying so.
+  - Restart with C(systemctl restart --no-block) (M(ansible.builtin.systemd_service) with
+    O(ansible.builtin.systemd_service#module:no_block=true)) after recording C(MainPID) and
+    C(InvocationID), so this module does the waiting with crash detection.
+  - Request headers are never part of any message.
+requirements:
+  - systemctl and journalctl on the target when O(unit) is set
+seealso:
+  - module: ansible.builtin.wait_for
+  - module: ansible.builtin.systemd_service
+"""
+
+EXAMPLES = r"""
+- name: Record the running server
+  ansible.builtin.command: systemctl show -p MainPID -p InvocationID sglang.service
+  register: before
+  changed_when: false
+
+- name: Restart without waiting in systemctl
+  ansible.builtin.systemd_service:
+    name: sglang.service
+    state: restarted
+    no_block: true
+
+- name: Wait for the NEW server with the requested DFlash configuration
+  vars:
+    _before: "{{ dict(before.stdout_lines | map('split', '=', 1)) }}"
+  sglang_ready:
+    url: http://127.0.0.1:30000
+    api_key: "{{ sglang_api_key }}"
+    unit: sglang.service
+    previous_pid: "{{ _before.MainPID | int }}"
+    previous_invocation: "{{ _before.InvocationID }}"
+    expect:
+      speculative_algorithm: DFLASH
+      speculative_num_draft_tokens: 16
+      speculative_draft_window_size: 2048
+    require_speculation: true
+  become: true
+  register: ready
+
+- name: A server not run by systemd (URL-only checks)
+  sglang_ready:
+    url: http://gpu-node-7:30000
+    expect:
+      tp_size: 8
+    timeout: 600
+    probe:
+      prompt: "def fibonacci(n):"
+      max_new_tokens: 16
+
+- name: Look without waiting (check mode)
+  sglang_ready:
+    url: http://127.0.0.1:30000
+    unit: sglang.service
+  check_mode: true
+  register: seen
+"""
+
+RETURN = r"""
+ready:
+  description: Whether every condition held. Always true, except in check mode.
+  returned: always
+  type: bool
+  sample: true
+elapsed:
+  description: Seconds from the module's start to its return.
+  returned: always
+  type: float
+  sample: 212.4
+phases:
+  description:
+    - Seconds since the module started at which each condition was first seen passing;
+      V(null) when skipped (URL-only mode) or not reached.
+  returned: always
+  type: dict
+  sample:
+    old_gone: 2.1
+    port_bound: 180.3
+    config_matched: 180.4
+    healthy: 195.0
+    first_generation: 195.2
+pid:
+  description: The unit's main PID (the launcher); V(null) in URL-only mode.
+  returned: always
+  type: int
+  sample: 48213
+invocation:
+  description: The unit's InvocationID; V(null) in URL-only mode.
+  returned: always
+  type: str
+  sample: 6c1a0f2d8e8f4b56b0a6d40c1f0e2f11
+server_info:
+  description:
+    - The O(expect) keys and a fixed safe subset of C(/server_info) (version, model_path,
+      served_model_name, tp_size, speculative_* fields, context_length). Secrets are redacted.
+  returned: when /server_info answered
+  type: dict
+  sample: {version: 0.5.23, speculative_algorithm: DFLASH, speculative_num_draft_tokens: 16}
+probe:
+  description: The probe generation.
+  returned: when the probe succeeded
+  type: dict
+  contains:
+    latency:
+      description: Seconds the probe generation took.
+      type: float
+    completion_tokens:
+      description: Tokens generated.
+      type: int
+    spec_verify_ct:
+      description: Verification steps (V(null) without speculation).
+      type: int
+    spec_accept_length:
+      description: Tokens per verification step, bonus token included.
+      type: float
+unmet:
+  description: The first condition not met (check mode, or on failure).
+  returned: when not ready
+  type: str
+  sample: config_matched
+detail:
+  description: The last observation for the unmet condition.
+  returned: when not ready
+  type: str
+  sample: "speculative_num_draft_tokens is 8, expected 16"
+unit_state:
+  description: The last C(systemctl show) reading.
+  returned: when O(unit) is set
+  type: dict
+  sample: {ActiveState: active, SubState: running, NRestarts: 0, MainPID: 48213}
+journal:
+  description: Last journal lines of the new invocation.
+  returned: on failure with O(unit)
+  type: list
+  elements: str
+"""
+
+import dataclasses
+import json
+import os
+import re
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from http.client import HTTPException
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+CONDITIONS = ("old_gone", "port_bound", "config_matched", "healthy", "first_generation")
+DEFAULT_PROMPT = "The capital city of France is"
+INITIAL_POLL_INTERVAL = 0.1
+POLL_BACKOFF = 1.5
+HTTP_TIMEOUT = 5.0
+JOURNAL_LINES = 40
+# How long a unit may sit inactive, or failed from its previous run, before we conclude that no
+# restart is coming. A restart job passes through "inactive" for milliseconds only.
+STOPPED_GRACE = 10.0
+MAX_BODY = 8 * 1024 * 1024
+REDACTED = "********"
+SHOW_PROPERTIES = (
+    "MainPID",
+    "InvocationID",
+    "ActiveState",
+    "SubState",
+    "NRestarts",
+    "Result",
+    "ExecMainStatus",
+    "ControlGroup",
+    "LoadState",
+)
+SAFE_SERVER_INFO_KEYS = (
+    "version",
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "speculative_algorithm",
+    "speculative_num_draft_tokens",
+    "speculative_eagle_topk",
+    "speculative_draft_window_size",
+    "speculative_dflash_draft_window_size",
+    "speculative_ddtree_budget",
+    "speculative_ddtree_max_topk",
+    "context_length",
+)
+SECRET_KEY_RE = re.compile(r"api[_-]?key|secret|token|password|passwd", re.IGNORECASE)
+SECRET_FLAG_RE = re.compile(
+    r"(--[\w-]*(?:api[_-]?key|secret|token|password)[\w-]*)(=|\s+)(\S+)", re.IGNORECASE
+)
+ARGUMENT_SPEC: dict[str, Any] = {
+    "url": {"type": "str", "required": True},
+    "api_key": {"type": "str", "no_log": True},
+    "unit": {"type": "str"},
+    "previous_pid": {"type": "int"},
+    "previous_invocation": {"type": "str"},
+    "expect": {"type": "dict", "default": {}},
+    "timeout": {"type": "int", "default": 1800},
+    "probe": {
+        "type": "dict",
+        "default": {"prompt": DEFAULT_PROMPT, "max_new_tokens": 8, "timeout": 120.0},
+        "options": {
+            "prompt": {"type": "str", "required": True},
+            "max_new_tokens": {"type": "int", "default": 8},
+            "timeout": {"type": "float", "default": 120.0},
+        },
+    },
+    "require_speculation": {"type": "bool", "default": False},
+    "max_poll_interval": {"type": "float", "default": 0.5},
+    "validate_certs": {"type": "bool", "default": True},
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+# ---------------------------------------------------------------------------------------------
+
+
+def redact_command_line(text: str) -> str:
+    """Hide the value of every --api-key-like flag in a command line."""
+    return SECRET_FLAG_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def redact(value: Any, secrets: Iterable[str]) -> Any:
+    """Replace every occurrence of a secret in strings nested anywhere inside value."""
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {k: redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# systemd
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitState:
+    main_pid: int
+    invocation: str
+    active_state: str
+    sub_state: str
+    n_restarts: int
+    result: str
+    exec_main_status: str
+    control_group: str
+    load_state: str
+
+    def summary(self) -> str:
+        return (
+            f"ActiveState={self.active_state}/{self.sub_state}, MainPID={self.main_pid}, "
+            f"NRestarts={self.n_restarts}, Result={self.result}, "
+            f"ExecMainStatus={self.exec_main_status}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "MainPID": self.main_pid,
+            "InvocationID": self.invocation,
+            "ActiveState": self.active_state,
+            "SubState": self.sub_state,
+            "NRestarts": self.n_restarts,
+            "Result": self.result,
+            "ExecMainStatus": self.exec_main_status,
+            "ControlGroup": self.control_group,
+            "LoadState": self.load_state,
+        }
+
+
+def _int(text: str | None, default: int = 0) -> int:
+    try:
+        return int(text or default)
+    except ValueError:
+        return default
+
+
+def parse_systemctl_show(text: str) -> UnitState:
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return UnitState(
+        main_pid=_int(props.get("MainPID")),
+        invocation=props.get("InvocationID", ""),
+        active_state=props.get("ActiveState", ""),
+        sub_state=props.get("SubState", ""),
+        n_restarts=_int(props.get("NRestarts")),
+        result=props.get("Result", ""),
+        exec_main_status=props.get("ExecMainStatus", ""),
+        control_group=props.get("ControlGroup", ""),
+        load_state=props.get("LoadState", ""),
+    )
+
+
+RunCommand = Callable[[list[str]], tuple[int, str, str]]
+
+
+class SystemdReader:
+    """Reads a unit's state and journal through systemctl/journalctl."""
+
+    def __init__(self, run: RunCommand) -> None:
+        self._run = run
+
+    def show(self, unit: str) -> UnitState:
+        cmd = ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPERTIES)]
+        rc, out, err = self._run(cmd)
+        if rc != 0:
+            raise UnitFailure(f"systemctl show {unit} failed (rc={rc}): {err.strip()}")
+        return parse_systemctl_show(out)
+
+    def journal(self, unit: str, invocations: list[str], since_epoch: float) -> list[str]:
+        base = ["journalctl", "-u", unit, "-n", str(JOURNAL_LINES), "-o", "cat", "--no-pager"]
+        if invocations:
+            matches = [f"_SYSTEMD_INVOCATION_ID={i}" for i in invocations]
+            rc, out, _ = self._run(base + matches)
+            if rc == 0 and out.strip():
+                return out.splitlines()
+        # Older journald lacks _SYSTEMD_INVOCATION_ID, or the invocation is unknown.
+        rc, out, err = self._run([*base, "--since", f"@{int(since_epoch)}"])
+        if rc != 0:
+            return [f"(journalctl failed, rc={rc}: {err.strip()})"]
+        return out.splitlines()
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc and cgroups
+# ---------------------------------------------------------------------------------------------
+
+
+class ProcPermissionError(Exception):
+    pass
+
+
+def parse_proc_net_tcp(text: str, port: int) -> set[int]:
+    """Inodes of LISTEN sockets on the given local port in /proc/net/tcp{,6} text."""
+    inodes: set[int] = set()
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 10:
+            continue
+        local, state, inode = fields[1], fields[3], fields[9]
+        _, _, port_hex = local.rpartition(":")
+        try:
+            if state == "0A" and int(port_hex, 16) == port and int(inode) > 0:
+                inodes.add(int(inode))
+        except ValueError:
+            continue
+    return inodes
+
+
+class ProcReader:
+    """Process, socket and cgroup facts from /proc and /sys/fs/cgroup (roots injectable)."""
+
+    def __init__(self, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> None:
+        self.proc_root = proc_root
+        self.cgroup_root = cgroup_root
+
+    def _stat_fields(self, pid: int) -> tuple[str, int] | None:
+        try:
+            with open(os.path.join(self.proc_root, str(pid), "stat")) as fh:
+                text = fh.read()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            return None
+        # comm may contain spaces and parentheses: the state follows the LAST ')'.
+        rest = text.rpartition(")")[2].split()
+        if len(rest) < 2:
+            return None
+        return rest[0], _int(rest[1])
+
+    def process_state(self, pid: int) -> str | None:
+        """The one-letter state (R, S, D, Z, ...), or None when no such process exists."""
+        if pid <= 0:
+            return None
+        fields = self._stat_fields(pid)
+        return fields[0] if fields else None
+
+    def all_pids(self) -> list[int]:
+        try:
+            names = os.listdir(self.proc_root)
+        except OSError:
+            return []
+        return [int(n) for n in names if n.isdigit()]
+
+    def descendants(self, pid: int) -> set[int]:
+        children: dict[int, list[int]] = {}
+        for other in self.all_pids():
+            fields = self._stat_fields(other)
+            if fields:
+                children.setdefault(fields[1], []).append(other)
+        found: set[int] = set()
+        todo = [pid]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
+
+    def listening_inodes(self, port: int) -> set[int]:
+        inodes: set[int] = set()
+        for name in ("tcp", "tcp6"):
+            try:
+                with open(os.path.join(self.proc_root, "net", name)) as fh:
+                    inodes |= parse_proc_net_tcp(fh.read(), port)
+            except FileNotFoundError:
+                continue
+        return inodes
+
+    def socket_inodes(self, pid: int) -> set[int]:
+        fd_dir = os.path.join(self.proc_root, str(pid), "fd")
+        try:
+            names = os.listdir(fd_dir)
+        except FileNotFoundError:
+            return set()
+        except PermissionError as exc:
+            raise ProcPermissionError(f"cannot read {fd_dir}: permission denied") from exc
+        inodes: set[int] = set()
+        for name in names:
+            try:
+                target = os.readlink(os.path.join(fd_dir, name))
+            except FileNotFoundError:
+                continue  # closed while we looked
+            except PermissionError as exc:
+                raise ProcPermissionError(f"cannot read {fd_dir}: permission denied") from exc
+            if target.startswith("socket:[") and target.endswith("]"):
+                inodes.add(_int(target[8:-1]))
+        return inodes
+
+    def cgroup_pids(self, control_group: str) -> set[int] | None:
+        """PIDs in the unit's cgroup and its sub-cgroups; None when it cannot be read."""
+        if not control_group:
+            return None
+        relative = control_group.lstrip("/")
+        # cgroup v2, the v2 part of a hybrid layout, then v1's named 'systemd' hierarchy.
+        for hierarchy in ("", "unified", "systemd"):
+            base = os.path.join(self.cgroup_root, hierarchy, relative)
+            if not os.path.isfile(os.path.join(base, "cgroup.procs")):
+                continue
+            pids: set[int] = set()
+            try:
+                for dirpath, _, filenames in os.walk(base):
+                    if "cgroup.procs" in filenames:
+                        with open(os.path.join(dirpath, "cgroup.procs")) as fh:
+                            pids |= {int(x) for x in fh.read().split() if x.isdigit()}
+            except OSError:
+                return None
+            return pids
+        return None
+
+    def describe(self, pid: int) -> str:
+        try:
+            with open(os.path.join(self.proc_root, str(pid), "cmdline"), "rb") as fh:
+                raw = fh.read(4096)
+        except OSError:
+            return f"pid {pid}"
+        cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        return f"pid {pid} ({redact_command_line(cmd)[:200]})" if cmd else f"pid {pid}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PortObservation:
+    bound: bool
+    owned: bool
+    detail: str
+
+
+def observe_port(procs: ProcReader, port: int, unit_pids: set[int]) -> PortObservation:
+    """Is the port listening, and does a process of the unit own the listening socket?"""
+    listening = procs.listening_inodes(port)
+    if not listening:
+        return PortObservation(False, False, f"nothing listens on port {port} yet")
+    for pid in sorted(unit_pids):
+        if procs.socket_inodes(pid) & listening:
+            return PortObservation(True, True, f"port {port} is bound by unit process {pid}")
+    foreign: list[str] = []
+    for pid in procs.all_pids():
+        if pid in unit_pids:
+            continue
+        try:
+            if procs.socket_inodes(pid) & listening:
+                foreign.append(procs.describe(pid))
+        except ProcPermissionError:
+            continue
+    holder = ", ".join(foreign) if foreign else "a process this module cannot see"
+    return PortObservation(
+        True, False, f"port {port} is held by a process outside the unit: {holder}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpResponse:
+    status: int | None
+    body: bytes = b""
+    error: str | None = None
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+
+    def describe(self) -> str:
+        if self.status is None:
+            return self.error or "no answer"
+        snippet = self.body[:200].decode("utf-8", "replace").strip()
+        return f"HTTP {self.status}" + (f": {snippet}" if snippet else "")
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class HttpClient:
+    """Minimal JSON client; messages never carry request headers."""
+
+    def __init__(self, base_url: str, api_key: str | None, validate_certs: bool) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        handlers: list[urllib.request.BaseHandler] = []
+        if base_url.startswith("https") and not validate_certs:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            handlers.append(urllib.request.HTTPSHandler(context=context))
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+        if _is_loopback(host):
+            # A proxy cannot reach this host's loopback; an http_proxy in the environment would
+            # turn every poll into a proxy error.
+            handlers.append(urllib.request.ProxyHandler({}))
+        self._opener = urllib.request.build_opener(*handlers)
+
+    def get(self, path: str, timeout: float) -> HttpResponse:
+        return self._send(
+            urllib.request.Request(self.base_url + path, headers=self._headers), timeout
+        )
+
+    def post_json(self, path: str, payload: Any, timeout: float) -> HttpResponse:
+        headers = dict(self._headers, **{"Content-Type": "application/json"})
+        data = json.dumps(payload).encode()
+        request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
+        return self._send(request, timeout)
+
+    def _send(self, request: urllib.request.Request, timeout: float) -> HttpResponse:
+        try:
+            with self._opener.open(request, timeout=timeout) as resp:
+                return HttpResponse(resp.status, resp.read(MAX_BODY))
+        except urllib.error.HTTPError as exc:
+            try:
+                body = exc.read(MAX_BODY)
+            except (OSError, HTTPException):
+                body = b""
+            return HttpResponse(exc.code, body)
+        except urllib.error.URLError as exc:
+            return HttpResponse(None, error=_describe_network_error(exc.reason, timeout))
+        except (OSError, HTTPException) as exc:
+            return HttpResponse(None, error=_describe_network_error(exc, timeout))
+
+
+def _describe_network_error(reason: Any, timeout: float) -> str:
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return f"no answer within {timeout:.1f} s"
+    if isinstance(reason, (ConnectionResetError, HTTPException, BrokenPipeError)):
+        return f"connection dropped by the server ({type(reason).__name__})"
+    return str(reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing /server_info
+# ---------------------------------------------------------------------------------------------
+
+_MISSING = object()
+_TRUE_WORDS = {"true", "yes", "on"}
+_FALSE_WORDS = {"false", "no", "off"}
+_NONE_WORDS = {"none", "null", "~"}
+
+
+def lookup(data: Any, dotted: str) -> Any:
+    """data['a']['b'] for 'a.b' (list indexes as numbers); the exact key wins over a dotted path."""
+    if isinstance(data, Mapping) and dotted in data:
+        return data[dotted]
+    current = data
+    for part in dotted.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return _MISSING
+    return current
+
+
+def _coerce(value: Any) -> Any:
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+        if word in _NONE_WORDS:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def values_match(actual: Any, expected: Any) -> bool:
+    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        return actual.keys() == expected.keys() and all(
+            values_match(actual[k], expected[k]) for k in actual
+        )
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        return len(actual) == len(expected) and all(map(values_match, actual, expected))
+    a, e = _coerce(actual), _coerce(expected)
+    # True == 1 in Python; a flag that is a bool must not match a count.
+    if isinstance(a, bool) != isinstance(e, bool):
+        return False
+    return bool(a == e)
+
+
+def expect_mismatches(info: Mapping[str, Any], expect: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for key, wanted in expect.items():
+        actual = lookup(info, key)
+        if actual is _MISSING:
+            problems.append(f"{key} is missing, expected {wanted!r}")
+        elif not values_match(actual, wanted):
+            problems.append(f"{key} is {actual!r}, expected {wanted!r}")
+    return problems
+
+
+def server_info_subset(info: Mapping[str, Any], expect_keys: Iterable[str]) -> dict[str, Any]:
+    subset: dict[str, Any] = {}
+    for key in (*SAFE_SERVER_INFO_KEYS, *expect_keys):
+        value = lookup(info, key)
+        if value is _MISSING:
+            continue
+        if SECRET_KEY_RE.search(key) and value not in (None, ""):
+            value = REDACTED
+        elif key == "launch_command" and isinstance(value, str):
+            value = redact_command_line(value)
+        subset[key] = value
+    return subset
+
+
+# ---------------------------------------------------------------------------------------------
+# Journal
+# ---------------------------------------------------------------------------------------------
+
+_CAUSES = (
+    ("address already in use", "the port is already in use by another process (bind failed)"),
+    (
+        "unrecognized arguments",
+        "SGLang rejected a flag (wrong flag dialect for this SGLang build?)",
+    ),
+    ("out of memory", "out of memory"),
+)
+
+
+def explain_journal(lines: list[str]) -> list[str]:
+    """Lines that name the likely cause, so it stands above the raw journal text."""
+    causes: list[str] = []
+    for line in lines:
+        lowered = line.lower()
+        for needle, meaning in _CAUSES:
+            if needle in lowered:
+                causes.append(f"likely cause: {meaning}: {line.strip()}")
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("Traceback (most recent call last)"):
+            exception = next(
+                (
+                    later.strip()
+                    for later in lines[index + 1 :]
+                    if later.strip() and not later[:1].isspace() and "Traceback" not in later
+                ),
+                "(exception line not in the journal excerpt)",
+            )
+            causes.append(f"likely cause: the server raised an exception: {exception}")
+    return list(dict.fromkeys(causes))
+
+
+# ---------------------------------------------------------------------------------------------
+# Unit watching (fatal states)
+# ---------------------------------------------------------------------------------------------
+
+
+class UnitFailure(Exception):
+    """The unit is in a state that will not become ready: fail at once."""
+
+
+class UnitWatcher:
+    """Follows the unit between polls; raises UnitFailure on a crash, crash loop or PID change."""
+
+    def __init__(
+        self,
+        unit: str,
+        previous_pid: int | None,
+        previous_invocation: str | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.unit = unit
+        self.previous_pid = previous_pid
+        self.previous_invocation = previous_invocation
+        self.clock = clock
+        self.new_pid: int | None = None
+        self.new_invocations: list[str] = []
+        self.lowest_restarts: int | None = None
+        self.stopped_since: float | None = None
+        self.last: UnitState | None = None
+
+    def is_new(self, state: UnitState) -> bool:
+        if state.main_pid <= 0 or state.main_pid == self.previous_pid:
+            return False
+        return not (self.previous_invocation and state.invocation == self.previous_invocation)
+
+    def observe(self, state: UnitState, procs: ProcReader) -> None:
+        self.last = state
+        invocation = state.invocation
+        if invocation and invocation != self.previous_invocation:
+            self.new_invocations += [invocation] if invocation not in self.new_invocations else []
+        if state.load_state == "not-found":
+            raise UnitFailure(f"unit {self.unit} not found (LoadState=not-found)")
+        self._check_restarts(state)
+        known_old_run = (
+            bool(self.previous_invocation) and state.invocation == self.previous_invocation
+        )
+        if state.sub_state == "auto-restart":
+            raise UnitFailure(
+                f"{self.unit} crashed and systemd is restarting it (SubState=auto-restart; "
+                f"{state.summary()})"
+            )
+        if state.active_state == "failed" and not (known_old_run and self.new_pid is None):
+            raise UnitFailure(f"{self.unit} failed ({state.summary()})")
+        if self.new_pid is not None:
+            self._check_same_main_process(state, procs)
+        elif self.is_new(state):
+            self.new_pid = state.main_pid
+        self._check_not_stuck_stopped(state, known_old_run)
+
+    def _check_restarts(self, state: UnitState) -> None:
+        # A manual restart resets NRestarts, so compare with the lowest reading, not only the first.
+        if self.lowest_restarts is not None and state.n_restarts > self.lowest_restarts:
+            raise UnitFailure(
+                f"{self.unit} is crash-looping: NRestarts rose from {self.lowest_restarts} to "
+                f"{state.n_restarts} ({state.summary()})"
+            )
+        if self.lowest_restarts is None or state.n_restarts < self.lowest_restarts:
+            self.lowest_restarts = state.n_restarts
+
+    def _check_same_main_process(self, state: UnitState, procs: ProcReader) -> None:
+        pid = self.new_pid
+        if state.main_pid != pid:
+            if state.main_pid == 0:
+                raise UnitFailure(f"{self.unit}: main process {pid} exited ({state.summary()})")
+            raise UnitFailure(
+                f"{self.unit}: main PID changed from {pid} to {state.main_pid} after it was seen "
+                f"as the new server ({state.summary()})"
+            )
+        proc_state = procs.process_state(pid)
+        if proc_state is None or proc_state == "Z":
+            gone = "is a zombie" if proc_state == "Z" else "is gone"
+            raise UnitFailure(f"{self.unit}: main process {pid} {gone} ({state.summary()})")
+
+    def _check_not_stuck_stopped(self, state: UnitState, known_old_run: bool) -> None:
+        stopped = state.active_state in ("inactive", "failed")
+        if not stopped:
+            self.stopped_since = None
+            return
+        new_run_ended = (
+            bool(self.previous_invocation) and bool(state.invocation) and not known_old_run
+        )
+        if new_run_ended:
+            raise UnitFailure(f"{self.unit}: the new server exited ({state.summary()})")
+        now = self.clock()
+        if self.stopped_since is None:
+            self.stopped_since = now
+        elif now - self.stopped_since >= STOPPED_GRACE:
+            raise UnitFailure(
+                f"{self.unit} stays {state.active_state} and nothing starts it "
+                f"(was it restarted?) ({state.summary()})"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions and the wait loop
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    url: str
+    port: int
+    unit: str | None
+    previous_pid: int | None
+    previous_invocation: str | None
+    expect: dict[str, Any]
+    timeout: int
+    prompt: str
+    max_new_tokens: int
+    probe_timeout: float
+    require_speculation: bool
+    max_poll_interval: float
+    check_mode: bool
+
+
+@dataclasses.dataclass
+class Dependencies:
+    systemd: SystemdReader
+    procs: ProcReader
+    http: HttpClient
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    wall_clock: Callable[[], float] = time.time
+
+
+@dataclasses.dataclass(frozen=True)
+class Unmet:
+    condition: str
+    detail: str
+
+
+class NotReady(Exception):
+    def __init__(self, unmet: Unmet) -> None:
+        super().__init__(unmet.detail)
+        self.unmet = unmet
+
+
+class ReadinessError(Exception):
+    """Ends the module with fail_json."""
+
+    def __init__(self, msg: str, result: dict[str, Any]) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+class ReadinessChecker:
+    """Evaluates the conditions in order; the caller decides whether to poll again."""
+
+    def __init__(self, settings: Settings, deps: Dependencies) -> None:
+        self.s = settings
+        self.d = deps
+        self.started = deps.clock()
+        self.started_wall = deps.wall_clock()
+        self.watcher = (
+            UnitWatcher(
+                settings.unit, settings.previous_pid, settings.previous_invocation, deps.clock
+            )
+            if settings.unit
+            else None
+        )
+        self.phases: dict[str, float | None] = dict.fromkeys(CONDITIONS)
+        self.server_info: dict[str, Any] | None = None
+        self.server_info_path = "/server_info"
+        self.health_path = "/health_generate"
+        self.probe: dict[str, Any] | None = None
+        self.deadline = self.started + settings.timeout
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.d.clock() - self.started
+
+    def _passed(self, condition: str) -> None:
+        if self.phases[condition] is None:
+            self.phases[condition] = round(self.now(), 3)
+
+    def _http_timeout(self, wanted: float) -> float:
+        return max(0.5, min(wanted, self.deadline - self.d.clock()))
+
+    # -- the conditions ----------------------------------------------------------------------
+
+    def read_unit(self) -> UnitState | None:
+        if not self.s.unit or self.watcher is None:
+            return None
+        state = self.d.systemd.show(self.s.unit)
+        self.watcher.observe(state, self.d.procs)
+        return state
+
+    def check_old_gone(self, state: UnitState) -> None:
+        assert self.watcher is not None
+        if not self.watcher.is_new(state):
+            if state.main_pid <= 0:
+                detail = f"no main process yet ({state.summary()})"
+            else:
+                detail = (
+                    f"main PID {state.main_pid} is still the previous server "
+                    f"(InvocationID={state.invocation or '?'}, {state.summary()})"
+                )
+            raise NotReady(Unmet("old_gone", detail))
+        old = self.s.previous_pid
+        if old and old > 0:
+            old_state = self.d.procs.process_state(old)
+            if old_state not in (None, "Z"):
+                raise NotReady(
+                    Unmet(
+                        "old_gone",
+                        f"the previous main process {old} still exists (state {old_state})",
+                    )
+                )
+        self._passed("old_gone")
+
+    def check_port(self, state: UnitState) -> None:
+        procs = self.d.procs
+        unit_pids = procs.cgroup_pids(state.control_group)
+        if unit_pids is None or state.main_pid not in unit_pids:
+            unit_pids = (unit_pids or set()) | {state.main_pid} | procs.descendants(state.main_pid)
+        try:
+            seen = observe_port(procs, self.s.port, unit_pids)
+        except ProcPermissionError as exc:
+            raise UnitFailure(
+                f"cannot verify who owns port {self.s.port}: {exc}; run this task with become"
+            ) from exc
+        if not seen.owned:
+            raise NotReady(Unmet("port_bound", seen.detail))
+        self._passed("port_bound")
+
+    def check_config(self) -> None:
+        resp = self.d.http.get(self.server_info_path, self._http_timeout(HTTP_TIMEOUT))
+        if resp.status == 404 and self.server_info_path == "/server_info":
+            self.server_info_path = "/get_server_info"
+            resp = self.d.http.get(self.server_info_path, self._http_timeout(HTTP_TIMEOUT))
+        info = resp.json() if resp.status == 200 else None
+        if not isinstance(info, dict):
+            what = resp.describe() if resp.status != 200 else "an answer that is not a JSON object"
+            raise NotReady(Unmet("config_matched", f"GET {self.server_info_path}: {what}"))
+        self.server_info = server_info_subset(info, self.s.expect)
+        problems = expect_mismatches(info, self.s.expect)
+        if problems:
+            raise NotReady(Unmet("config_matched", "; ".join(problems)))
+        self._passed("config_matched")
+
+    def check_health(self) -> None:
+        path = "/health" if self.s.check_mode else self.health_path
+        resp = self.d.http.get(path, self._http_timeout(HTTP_TIMEOUT))
+        if resp.status == 404 and path == "/health_generate":
+            self.health_path = path = "/health"
+            resp = self.d.http.get(path, self._http_timeout(HTTP_TIMEOUT))
+        if resp.status != 200:
+            raise NotReady(Unmet("healthy", f"GET {path}: {resp.describe()}"))
+        self._passed("healthy")
+
+    def check_generation(self) -> None:
+        payload = {
+            "text": self.s.prompt,
+            "sampling_params": {"max_new_tokens": self.s.max_new_tokens, "temperature": 0},
+        }
+        began = self.d.clock()
+        resp = self.d.http.post_json("/generate", payload, self._http_timeout(self.s.probe_timeout))
+        latency = self.d.clock() - began
+        body = resp.json() if resp.status == 200 else None
+        if isinstance(body, list) and body:
+            body = body[0]
+        meta = body.get("meta_info") if isinstance(body, dict) else None
+        if not isinstance(meta, dict):
+            raise NotReady(Unmet("first_generation", f"POST /generate: {resp.describe()}"))
+        tokens = _int(str(meta.get("completion_tokens", 0)))
+        verify = meta.get("spec_verify_ct")
+        if tokens <= 0:
+            raise NotReady(Unmet("first_generation", f"POST /generate returned no tokens: {meta}"))
+        if self.s.require_speculation and not (isinstance(verify, (int, float)) and verify > 0):
+            raise NotReady(
+                Unmet(
+                    "first_generation",
+                    f"POST /generate shows no speculation (spec_verify_ct={verify!r}) "
+                    "but require_speculation is set",
+                )
+            )
+        accept = meta.get("spec_accept_length")
+        if accept is None and isinstance(verify, (int, float)) and verify > 0:
+            accept = tokens / verify
+        self.probe = {
+            "latency": round(latency, 4),
+            "completion_tokens": tokens,
+            "spec_verify_ct": verify,
+            "spec_accept_length": accept,
+        }
+        self._passed("first_generation")
+
+    def evaluate(self, with_generation: bool) -> UnitState | None:
+        """One pass over every condition in order; raises NotReady at the first unmet one."""
+        state = self.read_unit()
+        if state is not None:
+            self.check_old_gone(state)
+            self.check_port(state)
+        self.check_config()
+        self.check_health()
+        if with_generation:
+            self.check_generation()
+            after = self.read_unit()  # condition 6: the watcher fails on a changed main PID
+            if after is not None:
+                state = after
+        return state
+
+    # -- results -----------------------------------------------------------------------------
+
+    def result(self, state: UnitState | None, ready: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "changed": False,
+            "ready": ready,
+            "url": self.s.url,
+            "elapsed": round(self.now(), 3),
+            "phases": dict(self.phases),
+            "pid": state.main_pid if state else None,
+            "invocation": state.invocation if state else None,
+            "server_info_endpoint": self.server_info_path,
+            "health_endpoint": "/health" if self.s.check_mode else self.health_path,
+        }
+        if self.s.unit:
+            out["unit"] = self.s.unit
+        if state is not None:
+            out["unit_state"] = state.as_dict()
+        if self.server_info is not None:
+            out["server_info"] = self.server_info
+        if self.probe is not None:
+            out["probe"] = self.probe
+        return out
+
+    def journal(self) -> list[str]:
+        if not self.s.unit or self.watcher is None:
+            return []
+        since = self.started_wall - 10
+        try:
+            return self.d.systemd.journal(self.s.unit, self.watcher.new_invocations, since)
+        except Exception as exc:  # the journal is an aid; never hide the real failure behind it
+            return [f"(could not read the journal: {exc})"]
+
+    def failure(self, headline: str, unmet: Unmet | None) -> ReadinessError:
+        lines = self.journal()
+        parts = [headline, *explain_journal(lines)]
+        if lines:
+            parts.append(f"--- last {len(lines)} journal lines of {self.s.unit} ---")
+            parts.extend(lines)
+        last = self.watcher.last if self.watcher else None
+        result = self.result(last, ready=False)
+        result["journal"] = lines
+        if unmet is not None:
+            result["unmet"] = unmet.condition
+            result["detail"] = unmet.detail
+        return ReadinessError("\n".join(parts), result)
+
+
+def wait_until_ready(settings: Settings, deps: Dependencies) -> dict[str, Any]:
+    """Poll until every condition holds; raise ReadinessError on a crash or at the time-out."""
+    checker = ReadinessChecker(settings, deps)
+    interval = INITIAL_POLL_INTERVAL
+    progress = -1
+    while True:
+        try:
+            state = checker.evaluate(with_generation=True)
+            return checker.result(state, ready=True)
+        except UnitFailure as exc:
+            raise checker.failure(str(exc), None) from None
+        except NotReady as exc:
+            unmet = exc.unmet
+        remaining = checker.deadline - deps.clock()
+        if remaining <= 0:
+            headline = (
+                f"timed out after {settings.timeout} s waiting for the SGLang server at "
+                f"{settings.url}: condition '{unmet.condition}' still unmet: {unmet.detail}"
+            )
+            raise checker.failure(headline, unmet)
+        reached = CONDITIONS.index(unmet.condition)
+        if reached > progress:
+            progress, interval = reached, INITIAL_POLL_INTERVAL
+        deps.sleep(min(interval, remaining))
+        interval = min(interval * POLL_BACKOFF, settings.max_poll_interval)
+
+
+def check_once(settings: Settings, deps: Dependencies) -> dict[str, Any]:
+    """Check mode: one read-only pass, no generation, never fails for not being ready."""
+    checker = ReadinessChecker(settings, deps)
+    state: UnitState | None = None
+    extra: dict[str, Any] = {}
+    try:
+        state = checker.evaluate(with_generation=False)
+        ready = True
+    except UnitFailure as exc:
+        ready = False
+        extra = {"unmet": "unit_state", "detail": str(exc)}
+    except NotReady as exc:
+        ready = False
+        extra = {"unmet": exc.unmet.condition, "detail": exc.unmet.detail}
+    if state is None and checker.watcher is not None:
+        state = checker.watcher.last
+    return {**checker.result(state, ready=ready), **extra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Module entry
+# ---------------------------------------------------------------------------------------------
+
+
+def settings_from_params(params: Mapping[str, Any], check_mode: bool) -> Settings:
+    """Validate what the argument spec cannot express; ValueError names the bad value."""
+    url = params["url"].strip()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"url must be an http:// or https:// URL with a host, got {url!r}")
+    if parts.username or parts.password:
+        raise ValueError("url must not carry credentials; pass the key as api_key")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise ValueError(f"url has an invalid port: {url!r}") from exc
+    unit = params.get("unit") or None
+    previous_pid = params.get("previous_pid")
+    previous_invocation = params.get("previous_invocation") or None
+    if (previous_pid is not None or previous_invocation) and not unit:
+        raise ValueError("previous_pid and previous_invocation need unit")
+    if previous_pid is not None and previous_pid < 0:
+        raise ValueError(f"previous_pid must be >= 0, got {previous_pid}")
+    if params["timeout"] < 0:
+        raise ValueError(f"timeout must be >= 0 seconds, got {params['timeout']}")
+    if params["max_poll_interval"] <= 0:
+        raise ValueError(f"max_poll_interval must be > 0, got {params['max_poll_interval']}")
+    probe = params["probe"]
+    if not (probe.get("prompt") or "").strip():
+        raise ValueError("probe.prompt must be a non-empty string")
+    if probe["max_new_tokens"] < 1:
+        raise ValueError(f"probe.max_new_tokens must be >= 1, got {probe['max_new_tokens']}")
+    if probe["timeout"] <= 0:
+        raise ValueError(f"probe.timeout must be > 0, got {probe['timeout']}")
+    return Settings(
+        url=url,
+        port=port,
+        unit=unit,
+        previous_pid=previous_pid,
+        previous_invocation=previous_invocation,
+        expect=dict(params.get("expect") or {}),
+        timeout=params["timeout"],
+        prompt=probe["prompt"],
+        max_new_tokens=probe["max_new_tokens"],
+        probe_timeout=float(probe["timeout"]),
+        require_speculation=params["require_speculation"],
+        max_poll_interval=params["max_poll_interval"],
+        check_mode=check_mode,
+    )
+
+
+def build_dependencies(module: AnsibleModule, settings: Settings) -> Dependencies:
+    def run(cmd: list[str]) -> tuple[int, str, str]:
+        rc, out, err = module.run_command(
+            cmd, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": "", "SYSTEMD_COLORS": "0"}
+        )
+        return rc, out, err
+
+    return Dependencies(
+        systemd=SystemdReader(run),
+        procs=ProcReader(),
+        http=HttpClient(
+            settings.url, module.params.get("api_key"), module.params["validate_certs"]
+        ),
+    )
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    secrets = [module.params.get("api_key") or ""]
+    try:
+        settings = settings_from_params(module.params, module.check_mode)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+        return
+    deps = build_dependencies(module, settings)
+    try:
+        if settings.check_mode:
+            result = check_once(settings, deps)
+        else:
+            result = wait_until_ready(settings, deps)
+    except ReadinessError as exc:
+        module.fail_json(msg=redact(exc.msg, secrets), **redact(exc.result, secrets))
+        return
+    module.exit_json(**redact(result, secrets))
+
+
+if __name__ == "__main__":
+    main()
