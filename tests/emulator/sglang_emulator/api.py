@@ -1,0 +1,498 @@
+"""Routes: SGLang's native and OpenAI-compatible endpoints, plus /emulator/requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from typing import Any
+
+from . import category, metrics, tokenizer
+from .http import Connection, Request, Response, json_response, text_response
+from .logs import log
+from .perf_model import SpecShape
+from .phases import Phase
+from .prefix_cache import PrefixCache
+from .scheduler import GenRequest, Scheduler
+from .settings import Settings
+from .stats import ServerStats
+
+NOT_FOUND = json_response({"detail": "Not Found"}, 404)
+AUTH_FREE_PREFIXES = ("/health", "/ready", "/metrics", "/emulator/")
+_dumps = json.dumps
+
+
+class RequestError(ValueError):
+    pass
+
+
+class Emulator:
+    """The serving state of one emulated SGLang process."""
+
+    def __init__(self, settings: Settings, args: dict[str, Any], launch_command: str) -> None:
+        self.settings = settings
+        self.args = args
+        self.launch_command = launch_command
+        self.phase = Phase.LOADING
+        self.startup_time: dict[str, Any] = {}
+        self.model_config: dict[str, Any] = {}
+        self.spec = SpecShape.from_args(args)
+        self.stats = ServerStats()
+        self.cache = PrefixCache(enabled=not args.get("disable_radix_cache"))
+        self.scheduler: Scheduler | None = None
+        self._scheduler_task: asyncio.Task[None] | None = None
+
+    def start_scheduler(self) -> None:
+        self.scheduler = Scheduler(self.settings, self.spec, self.args, self.stats, self.cache)
+        self._scheduler_task = asyncio.get_running_loop().create_task(self.scheduler.run())
+
+    @property
+    def sched(self) -> Scheduler:
+        assert self.scheduler is not None
+        return self.scheduler
+
+    @property
+    def context_len(self) -> int:
+        return int(self.args["context_length"])
+
+    @property
+    def model_name(self) -> str:
+        return str(self.args["served_model_name"])
+
+    # -- dispatch --------------------------------------------------------------------------
+    async def handle(self, req: Request, conn: Connection) -> Response | None:
+        api_key = self.args.get("api_key")
+        if api_key and not req.path.startswith(AUTH_FREE_PREFIXES):
+            auth = req.headers.get("authorization", "")
+            scheme, _, token = auth.partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(token, api_key):
+                return json_response({"error": "Unauthorized"}, 401)
+        route = ROUTES.get(req.path)
+        if route is None:
+            return NOT_FOUND
+        methods, name = route
+        if req.method not in methods:
+            return json_response({"detail": "Method Not Allowed"}, 405)
+        try:
+            return await getattr(self, name)(req, conn)
+        except RequestError as e:
+            return json_response({"error": {"message": str(e)}}, 400)
+        except (ValueError, TypeError) as e:  # malformed JSON or fields
+            return json_response({"error": {"message": f"Invalid request: {e}"}}, 400)
+
+    # -- health and readiness --------------------------------------------------------------
+    def _starting_or_draining(self) -> bool:
+        return self.phase in (Phase.WARMUP, Phase.DRAINING)
+
+    async def health(self, req: Request, conn: Connection) -> Response:
+        if self.phase == Phase.DRAINING:
+            log("Health check request received during shutdown. Returning 503.")
+            return Response(503)
+        if self._starting_or_draining():
+            return Response(503)
+        if req.path == "/health" and not self.settings.health_endpoint_generation:
+            return Response(200)
+        return await self._health_generate()
+
+    async def _health_generate(self) -> Response:
+        tic = time.time()
+        probe = GenRequest([0], 1, "chat", self.settings.seed, is_health=True)
+        probe.rid = f"HEALTH_CHECK_{probe.rid}"
+        self.sched.submit(probe)
+        timeout = self.settings.health_check_timeout
+        # Like SGLang: poll once a second for any output newer than the start of the check.
+        while time.time() < tic + timeout:
+            await asyncio.sleep(min(1.0, timeout))
+            if self.sched.last_output > tic or probe.finished:
+                return Response(200)
+        log(
+            "Health check failed. Server couldn't get a response from detokenizer for last "
+            f"{timeout} seconds."
+        )
+        return Response(503)
+
+    async def ready(self, req: Request, conn: Connection) -> Response:
+        if not self.settings.has_ready_endpoint:
+            return NOT_FOUND
+        return Response(200 if self.phase == Phase.READY else 503)
+
+    # -- information -----------------------------------------------------------------------
+    async def models(self, req: Request, conn: Connection) -> Response:
+        card = {
+            "id": self.model_name,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "sglang",
+            "root": self.model_name,
+            "parent": None,
+            "max_model_len": self.context_len,
+        }
+        return json_response({"object": "list", "data": [card]})
+
+    async def model_info(self, req: Request, conn: Connection) -> Response:
+        cfg = self.model_config
+        return json_response(
+            {
+                "model_path": self.args["model_path"],
+                "served_model_name": self.model_name,
+                "tokenizer_path": self.args["tokenizer_path"],
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+                "load_format": "auto",
+                "reasoning_parser": None,
+                "tool_call_parser": None,
+                "disaggregation_mode": "null",
+                "has_image_understanding": False,
+                "has_audio_understanding": False,
+                "model_type": cfg.get("model_type"),
+                "architectures": cfg.get("architectures"),
+            }
+        )
+
+    def internal_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "last_gen_throughput": self.stats.last_gen_throughput,
+            "memory_usage": {"weight": 73.5, "kvcache": 40.2, "token_capacity": 1_000_000},
+        }
+        avg = self.stats.avg_accept_length
+        if self.spec.enabled and avg is not None:
+            state["avg_spec_accept_length"] = avg
+        return state
+
+    async def server_info(self, req: Request, conn: Connection) -> Response:
+        if req.path == "/get_server_info":
+            log(
+                "Endpoint '/get_server_info' is deprecated and will be removed in a future "
+                "version. Please use '/server_info' instead."
+            )
+        info = dict(self.args)
+        info.update(
+            {
+                "launch_command": self.launch_command,
+                "status": "ready",
+                "max_total_num_tokens": 1_000_000,
+                "max_req_input_len": self.context_len - 1,
+                "startup_time": self.startup_time,
+                "internal_states": [self.internal_state()],
+                "version": self.settings.version_string,
+                "frontend": "python",
+            }
+        )
+        return json_response(info)
+
+    async def flush_cache(self, req: Request, conn: Connection) -> Response:
+        if self.sched.busy:
+            log("Cache not flushed because there are pending requests.")
+            return text_response("Flush cache failed.\n", 400)
+        self.cache.flush()
+        self.stats.reset_accept()
+        log("Cache flushed successfully!")
+        return text_response(
+            "Cache flushed.\nPlease check backend logs for more details. (When there are "
+            "running or waiting requests, the operation will not be performed.)\n"
+        )
+
+    async def metrics(self, req: Request, conn: Connection) -> Response:
+        if not self.args.get("enable_metrics"):
+            return NOT_FOUND
+        body = metrics.render(self.stats, self.sched, self.model_name, self.startup_time)
+        return Response(200, body.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    async def emulator_requests(self, req: Request, conn: Connection) -> Response:
+        return json_response({"requests": [r.record() for r in self.sched.records]})
+
+    # -- generation --------------------------------------------------------------------------
+    def _new_request(
+        self,
+        prompt_text: str,
+        prompt_ids: list[int] | None,
+        max_new: int,
+        rid: str | None = None,
+    ) -> GenRequest:
+        ids = list(prompt_ids) if prompt_ids is not None else tokenizer.encode(prompt_text)
+        if prompt_ids is not None and not all(isinstance(t, int) for t in ids):
+            raise RequestError("input_ids must be a list of integers")
+        if max_new < 0:
+            raise RequestError("max_new_tokens must be at least 0")
+        n = len(ids)
+        ctx = self.context_len
+        if n >= ctx:
+            raise RequestError(
+                f"The input ({n} tokens) is longer than the model's context length ({ctx} tokens)."
+            )
+        if n + max_new > ctx:
+            raise RequestError(
+                "Requested token count exceeds the model's maximum context length of "
+                f"{ctx} tokens. You requested a total of {n + max_new} tokens: {n} tokens "
+                f"from the input messages and {max_new} tokens for the completion. Please "
+                "reduce the number of tokens in the input messages or the completion to fit "
+                "within the limit."
+            )
+        cat = category.detect(prompt_text if prompt_ids is None else "", ids)
+        return GenRequest(ids, max_new, cat, self.settings.seed, rid=rid)
+
+    def meta_info(self, r: GenRequest, finished: bool) -> dict[str, Any]:
+        n = r.completion_tokens
+        meta: dict[str, Any] = {
+            "id": r.rid,
+            "finish_reason": {"type": "length", "length": n} if finished else None,
+            "prompt_tokens": len(r.prompt_ids),
+            "weight_version": "default",
+            "reasoning_tokens": 0,
+            "completion_tokens": n,
+            "cached_tokens": r.cached_tokens,
+        }
+        if finished:
+            meta["e2e_latency"] = (r.finish or time.time()) - r.arrival
+            if self.spec.enabled and r.verify_ct > 0:
+                proposed = r.verify_ct * self.spec.proposed_per_step
+                meta["spec_accept_rate"] = r.correct_drafts / proposed if proposed else 0.0
+                meta["spec_accept_length"] = n / r.verify_ct
+                meta["spec_num_correct_drafts"] = r.correct_drafts
+                meta["spec_num_proposed_drafts"] = proposed
+                meta["spec_verify_ct"] = r.verify_ct
+                meta["spec_correct_drafts_histogram"] = list(r.histogram)
+        return meta
+
+    async def _run(self, r: GenRequest) -> None:
+        self.sched.submit(r)
+        await r.done
+
+    async def generate(self, req: Request, conn: Connection) -> Response | None:
+        body = req.json()
+        if not isinstance(body, dict):
+            raise RequestError("request body must be a JSON object")
+        text, ids = body.get("text"), body.get("input_ids")
+        if text is None and ids is None:
+            raise RequestError("Either text or input_ids should be provided.")
+        if isinstance(text, list) or (ids and isinstance(ids[0], list)):
+            raise RequestError("batched /generate requests are not supported by the emulator")
+        params = body.get("sampling_params") or {}
+        r = self._new_request(
+            text or "", ids, int(params.get("max_new_tokens", 128)), body.get("rid")
+        )
+        if not body.get("stream"):
+            await self._run(r)
+            out = {
+                "text": r.out.text,
+                "output_ids": r.out.ids,
+                "meta_info": self.meta_info(r, True),
+            }
+            return json_response(out)
+        conn.start_stream()
+
+        def on_chunk(g: GenRequest, delta: str, finished: bool) -> bool:
+            chunk = {
+                "text": g.out.text,
+                "output_ids": g.out.ids,
+                "meta_info": self.meta_info(g, finished),
+            }
+            return conn.send(b"data: " + _dumps(chunk).encode() + b"\n\n")
+
+        r.on_chunk = on_chunk
+        await self._run(r)
+        conn.send(b"data: [DONE]\n\n")
+        conn.end_stream()
+        return None
+
+    # -- OpenAI-compatible -------------------------------------------------------------------
+    @staticmethod
+    def _openai_error(message: str, status: int = 400) -> Response:
+        err = {
+            "object": "error",
+            "message": message,
+            "type": "BadRequestError",
+            "param": None,
+            "code": status,
+        }
+        return json_response(err, status)
+
+    @staticmethod
+    def _usage(r: GenRequest) -> dict[str, Any]:
+        p, c = len(r.prompt_ids), r.completion_tokens
+        return {
+            "prompt_tokens": p,
+            "total_tokens": p + c,
+            "completion_tokens": c,
+            "prompt_tokens_details": None,
+            "reasoning_tokens": 0,
+        }
+
+    def _sglext(self, r: GenRequest, body: dict[str, Any]) -> dict[str, Any] | None:
+        if not body.get("return_spec_tokens_details"):
+            return None
+        meta = self.meta_info(r, True)
+        if "spec_verify_ct" not in meta:
+            return None
+        keys = (
+            "spec_accept_rate",
+            "spec_accept_length",
+            "spec_num_correct_drafts",
+            "spec_num_proposed_drafts",
+            "spec_verify_ct",
+            "spec_correct_drafts_histogram",
+        )
+        details = {k: meta[k] for k in keys}
+        details.update(
+            {"spec_cap_length": 0.0, "spec_block_accept_length": 0.0, "spec_cap_lens_histogram": []}
+        )
+        return {"spec_tokens_details": details}
+
+    async def completions(self, req: Request, conn: Connection) -> Response | None:
+        return await self._openai(req, conn, chat=False)
+
+    async def chat_completions(self, req: Request, conn: Connection) -> Response | None:
+        return await self._openai(req, conn, chat=True)
+
+    async def _openai(self, req: Request, conn: Connection, chat: bool) -> Response | None:
+        try:
+            body = req.json()
+            if not isinstance(body, dict):
+                raise RequestError("request body must be a JSON object")
+            if chat:
+                messages = body.get("messages")
+                if not isinstance(messages, list) or not messages:
+                    raise RequestError("messages must be a non-empty list")
+                content = "\n".join(str(m.get("content", "")) for m in messages)
+                prompt = (
+                    "".join(
+                        f"<|{m.get('role', 'user')}|>\n{m.get('content', '')}\n" for m in messages
+                    )
+                    + "<|assistant|>\n"
+                )
+                r = self._new_request(prompt, None, int(body.get("max_tokens") or 128))
+                r.category = category.detect(content, [])
+            else:
+                prompt = body.get("prompt")
+                ids = (
+                    prompt
+                    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int)
+                    else None
+                )
+                if ids is None and not isinstance(prompt, str):
+                    raise RequestError("prompt must be a string or a list of token ids")
+                max_tokens = body.get("max_tokens")
+                r = self._new_request(
+                    prompt if ids is None else "",
+                    ids,
+                    int(16 if max_tokens is None else max_tokens),
+                )
+        except (RequestError, ValueError, TypeError, AttributeError) as e:
+            return self._openai_error(str(e))
+        model = body.get("model") or self.model_name
+        created = int(time.time())
+        obj = "chat.completion" if chat else "text_completion"
+        if not body.get("stream"):
+            await self._run(r)
+            if chat:
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": r.out.text,
+                        "reasoning_content": None,
+                        "tool_calls": None,
+                    },
+                    "logprobs": None,
+                    "finish_reason": "length",
+                    "matched_stop": None,
+                }
+            else:
+                choice = {
+                    "index": 0,
+                    "text": r.out.text,
+                    "logprobs": None,
+                    "finish_reason": "length",
+                    "matched_stop": None,
+                }
+            resp = {
+                "id": r.rid,
+                "object": obj,
+                "created": created,
+                "model": model,
+                "choices": [choice],
+                "usage": self._usage(r),
+                "metadata": None,
+            }
+            ext = self._sglext(r, body)
+            if ext:
+                resp["sglext"] = ext
+            return json_response(resp)
+
+        chunk_obj = "chat.completion.chunk" if chat else "text_completion"
+        head = {"id": r.rid, "object": chunk_obj, "created": created, "model": model}
+        opts = body.get("stream_options") or {}
+        conn.start_stream()
+
+        def sse(payload: dict[str, Any]) -> bool:
+            return conn.send(b"data: " + _dumps(payload).encode() + b"\n\n")
+
+        if chat:
+            sse(
+                {
+                    **head,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+
+        def on_chunk(g: GenRequest, delta: str, finished: bool) -> bool:
+            reason = "length" if finished else None
+            if chat:
+                choice = {
+                    "index": 0,
+                    "delta": {"content": delta},
+                    "logprobs": None,
+                    "finish_reason": reason,
+                    "matched_stop": None,
+                }
+            else:
+                choice = {
+                    "index": 0,
+                    "text": delta,
+                    "logprobs": None,
+                    "finish_reason": reason,
+                    "matched_stop": None,
+                }
+            payload: dict[str, Any] = {**head, "choices": [choice]}
+            if opts.get("continuous_usage_stats"):
+                payload["usage"] = self._usage(g)
+            return sse(payload)
+
+        r.on_chunk = on_chunk
+        await self._run(r)
+        ext = self._sglext(r, body)
+        if ext:
+            sse({**head, "choices": [], "sglext": ext})
+        if opts.get("include_usage"):
+            sse({**head, "choices": [], "usage": self._usage(r)})
+        conn.send(b"data: [DONE]\n\n")
+        conn.end_stream()
+        return None
+
+
+GET, POST = ("GET",), ("POST", "PUT")
+ROUTES: dict[str, tuple[tuple[str, ...], str]] = {
+    "/health": (GET, "health"),
+    "/health_generate": (GET, "health"),
+    "/ready": (GET, "ready"),
+    "/v1/models": (GET, "models"),
+    "/model_info": (GET, "model_info"),
+    "/get_model_info": (GET, "model_info"),
+    "/server_info": (GET, "server_info"),
+    "/get_server_info": (GET, "server_info"),
+    "/flush_cache": (("GET", "POST"), "flush_cache"),
+    "/metrics": (GET, "metrics"),
+    "/generate": (POST, "generate"),
+    "/v1/completions": (("POST",), "completions"),
+    "/v1/chat/completions": (("POST",), "chat_completions"),
+    "/emulator/requests": (GET, "emulator_requests"),
+}

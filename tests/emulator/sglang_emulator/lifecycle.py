@@ -1,0 +1,159 @@
+"""Start-up, warm-up and shutdown, in SGLang's order: load, bind, warm up, ready, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from .api import Emulator
+from .http import bind_socket, serve_connection
+from .logs import log
+from .phases import Phase
+
+SHARDS = 8
+DEFAULT_CONTEXT_LENGTH = 32768
+WARMUP_PROMPT = "The capital city of France is"
+
+
+def _read_model_config(path: str) -> dict[str, Any]:
+    cfg_file = os.path.join(path, "config.json")
+    if not os.path.isdir(path) or not os.path.isfile(cfg_file):
+        raise OSError(
+            f"Can't load the configuration of '{path}'. If you were trying to load it from "
+            "'https://huggingface.co/models', make sure you don't have a local directory with "
+            f"the same name. Otherwise, make sure '{path}' is the correct path to a directory "
+            "containing a config.json file"
+        )
+    with open(cfg_file) as f:
+        return dict(json.load(f))
+
+
+def load(emu: Emulator) -> None:
+    """The loading phase: the port is not bound; SGLang logs weight loading and graph capture."""
+    s, args = emu.settings, emu.args
+    t0 = time.monotonic()
+    weights_s, graph_s = 0.7 * s.load_seconds, 0.3 * s.load_seconds
+    emu.model_config = _read_model_config(str(args["model_path"]))
+    if args["context_length"] is None:
+        args["context_length"] = int(
+            emu.model_config.get("max_position_embeddings") or DEFAULT_CONTEXT_LENGTH
+        )
+    log("Load weight begin. avail mem=139.52 GB")
+    for i in range(SHARDS + 1):
+        pct = 100 * i // SHARDS
+        log(f"Loading safetensors checkpoint shards: {pct:3d}% Completed | {i}/{SHARDS}")
+        if s.fault.kind == "crash_loading" and i == SHARDS // 2:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        if i < SHARDS:
+            time.sleep(weights_s / SHARDS)
+    log(
+        "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=66.02 GB, "
+        "mem usage=73.50 GB."
+    )
+    draft = args.get("speculative_draft_model_path")
+    if args.get("speculative_algorithm") and draft:
+        if not os.path.isdir(draft):
+            raise OSError(f"Can't load the configuration of '{draft}'.")
+        log(f"Load weight begin (draft model {draft}). avail mem=66.02 GB")
+        log("Load weight end (draft model). mem usage=1.90 GB.")
+    load_weight = time.monotonic() - t0
+    log("KV Cache is allocated. #tokens: 1000000, KV size: 40.20 GB")
+    log("Capture cuda graph begin. This can take up to several minutes. avail mem=24.10 GB")
+    t1 = time.monotonic()
+    time.sleep(graph_s)
+    graph = time.monotonic() - t1
+    log(
+        f"Capture cuda graph end. Time elapsed: {graph:.2f} s. mem usage=3.20 GB. "
+        "avail mem=20.90 GB."
+    )
+    emu.startup_time = {
+        "load_weight": load_weight,
+        "kv_cache_allocation": 0.0,
+        "scheduler_e2e": time.monotonic() - t0,
+        "cuda_graph": {"target": graph, "draft": 0.0},
+    }
+
+
+async def _http(
+    host: str, port: int, method: str, path: str, body: dict[str, Any] | None, api_key: str | None
+) -> int:
+    reader, writer = await asyncio.open_connection(host, port)
+    data = json.dumps(body).encode() if body is not None else b""
+    head = f"{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n"
+    if api_key:
+        head += f"authorization: Bearer {api_key}\r\n"
+    head += f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+    writer.write(head.encode() + data)
+    await writer.drain()
+    status_line = await reader.readline()
+    await reader.read()
+    writer.close()
+    return int(status_line.split()[1])
+
+
+async def warm_up(emu: Emulator, host: str) -> None:
+    """Like SGLang's warm-up thread: poll /model_info, then one real /generate."""
+    s, args = emu.settings, emu.args
+    await asyncio.sleep(s.warmup_seconds)
+    if not args.get("skip_server_warmup"):
+        key = args.get("api_key")
+        port = int(args["port"])
+        try:
+            if s.fault.kind == "warmup_fail":
+                raise RuntimeError("CUDA error: device-side assert triggered")
+            while await _http(host, port, "GET", "/model_info", None, key) != 200:
+                await asyncio.sleep(1)
+            body = {
+                "text": WARMUP_PROMPT,
+                "sampling_params": {"temperature": 0, "max_new_tokens": 8},
+            }
+            status = await asyncio.wait_for(
+                _http(host, port, "POST", "/generate", body, key), s.warmup_timeout
+            )
+            if status != 200:
+                raise RuntimeError(f"warm-up /generate returned HTTP {status}")
+        except Exception as e:  # SGLang logs the failure and kills its process tree
+            log(f"Initialization failed. warmup error: {e!r}", sys.stderr)
+            os.kill(os.getpid(), signal.SIGKILL)
+            return
+    if emu.phase == Phase.WARMUP:
+        emu.phase = Phase.READY
+        log("The server is fired up and ready to roll!")
+
+
+async def serve(emu: Emulator) -> int:
+    args = emu.args
+    host, port = str(args["host"]), int(args["port"])
+    sock = bind_socket(host, port)  # after loading, like SGLang: a taken port fails only now
+    emu.phase = Phase.WARMUP
+    emu.start_scheduler()
+    await asyncio.start_server(
+        lambda r, w: serve_connection(r, w, emu.handle), sock=sock, limit=1 << 20
+    )
+    log(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(signame: str) -> None:
+        if emu.phase == Phase.DRAINING:
+            return
+        emu.phase = Phase.DRAINING
+        log(f"{signame} received. Draining requests and shutting down...")
+        loop.call_later(emu.settings.drain_seconds, stop.set)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    warm_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    warm_task = loop.create_task(warm_up(emu, warm_host))
+    await stop.wait()
+    warm_task.cancel()
+    log(
+        "Gracefully exiting... Remaining number of requests "
+        f"{len(emu.sched.running) + len(emu.sched.waiting)}."
+    )
+    return 0

@@ -1,0 +1,266 @@
+"""Continuous batching loop: prefill batches interrupt decoding, decode steps serve the batch."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from .content import OutputStream
+from .perf_model import PerfModel, SpecShape
+from .prefix_cache import PrefixCache
+from .settings import Settings
+from .stats import ServerStats
+
+# Called after each chunk; returns False when the client went away (the request is aborted).
+ChunkCallback = Callable[["GenRequest", str, bool], bool]
+MAX_TOTAL_TOKENS = 1_000_000
+RECORDS_KEPT = 4096
+
+
+class GenRequest:
+    def __init__(
+        self,
+        prompt_ids: list[int],
+        max_new_tokens: int,
+        category: str,
+        seed: int,
+        rid: str | None = None,
+        is_health: bool = False,
+    ) -> None:
+        self.rid = rid or uuid.uuid4().hex
+        self.prompt_ids = prompt_ids
+        self.max_new = max_new_tokens
+        self.category = category
+        # Deterministic given the seed and the request (not its random id).
+        key = zlib.crc32(repr((seed, prompt_ids[:4096], max_new_tokens)).encode())
+        self.rng = random.Random(key)
+        self.out = OutputStream(category, self.rng.randrange(1 << 16))
+        self.is_health = is_health
+        self.arrival = time.time()
+        self.cached_tokens = 0
+        self.first_token: float | None = None
+        self.finish: float | None = None
+        self.chunks: list[list[float]] = []
+        self.verify_ct = 0
+        self.correct_drafts = 0
+        self.histogram: list[int] = []
+        self.fixed_carry = 0.0
+        self.on_chunk: ChunkCallback | None = None
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.aborted = False
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.out.ids)
+
+    @property
+    def context(self) -> int:
+        return len(self.prompt_ids) + len(self.out.ids)
+
+    @property
+    def finished(self) -> bool:
+        return self.finish is not None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "rid": self.rid,
+            "arrival": self.arrival,
+            "first_token": self.first_token,
+            "chunks": self.chunks,
+            "finish": self.finish,
+            "prompt_tokens": len(self.prompt_ids),
+            "completion_tokens": self.completion_tokens,
+            "spec_verify_ct": self.verify_ct,
+            "cached_tokens": self.cached_tokens,
+            "category": self.category,
+        }
+
+
+class Scheduler:
+    def __init__(
+        self,
+        settings: Settings,
+        spec: SpecShape,
+        args: dict[str, Any],
+        stats: ServerStats,
+        cache: PrefixCache,
+    ) -> None:
+        self.settings = settings
+        self.spec = spec
+        self.model = PerfModel(settings, spec)
+        self.max_running = int(args["max_running_requests"])
+        self.prefill_budget = int(args["chunked_prefill_size"])
+        self.stats = stats
+        self.cache = cache
+        self.waiting: collections.deque[GenRequest] = collections.deque()
+        self.running: list[GenRequest] = []
+        self.hung: list[GenRequest] = []
+        self.records: collections.deque[GenRequest] = collections.deque(maxlen=RECORDS_KEPT)
+        self.served = 0
+        self._wake = asyncio.Event()
+        self._clock = 0.0
+        self.last_output = 0.0  # like SGLang's last_receive_tstamp
+        self._tp_window: collections.deque[tuple[float, int]] = collections.deque()
+
+    # -- admission -------------------------------------------------------------------------
+    def _hangs_now(self) -> bool:
+        fault = self.settings.fault
+        return fault.kind == "hang_after" and self.served >= fault.hang_after
+
+    def submit(self, req: GenRequest) -> None:
+        if self._hangs_now():
+            self.hung.append(req)  # never scheduled: the server looks alive but serves nothing
+            return
+        if not req.is_health:
+            self.served += 1
+            self.records.append(req)
+        self.waiting.append(req)
+        self._wake.set()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # -- loop ------------------------------------------------------------------------------
+    async def _sleep(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        # Keep a steady cadence under load: the next step starts where the last one ended.
+        start = self._clock if 0.0 <= now - self._clock < 0.005 else now
+        self._clock = start + seconds
+        delay = self._clock - now
+        await asyncio.sleep(delay if delay > 0 else 0)
+
+    async def run(self) -> None:
+        while True:
+            if not self.waiting and not self.running:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self.waiting and len(self.running) < self.max_running:
+                await self._prefill()
+            if self.running:
+                await self._decode()
+
+    async def _prefill(self) -> None:
+        batch: list[GenRequest] = []
+        new_tokens = cached_total = 0
+        while self.waiting and len(self.running) + len(batch) < self.max_running:
+            req = self.waiting[0]
+            cached = self.cache.match(req.prompt_ids)
+            need = len(req.prompt_ids) - cached
+            if batch and new_tokens + need > self.prefill_budget:
+                break
+            self.waiting.popleft()
+            if req.aborted:
+                continue
+            req.cached_tokens = cached
+            new_tokens += need
+            cached_total += cached
+            batch.append(req)
+        if not batch:
+            return
+        await self._sleep(self.model.prefill_seconds(new_tokens, cached_total))
+        now = time.time()
+        for req in batch:
+            self.cache.insert(req.prompt_ids)
+            self.stats.prompt_tokens += len(req.prompt_ids)
+            if req.max_new <= 0:
+                self._finish(req, now)
+                continue
+            self.running.append(req)
+            self._emit(req, 1, now)
+
+    async def _decode(self) -> None:
+        running = self.running
+        total_ctx = 0
+        for r in running:
+            total_ctx += r.context
+        await self._sleep(self.model.step_seconds(len(running), total_ctx))
+        now = time.time()
+        spec = self.spec
+        fixed = self.settings.fixed_accept
+        emitted = 0
+        for req in list(running):
+            if req.aborted:
+                running.remove(req)
+                continue
+            if not spec.enabled:
+                n, correct = 1, 0
+            elif fixed is not None:
+                req.fixed_carry += fixed
+                n = max(1, int(req.fixed_carry))
+                req.fixed_carry -= n
+                correct = n - 1
+            else:
+                correct = self.model.sample_step(req.rng, req.category, req.context)
+                n = correct + 1
+            n = min(n, req.max_new - req.completion_tokens)
+            if spec.enabled:
+                correct = min(correct, n - 1) if n > 0 else 0
+                req.verify_ct += 1
+                req.correct_drafts += correct
+                hist = req.histogram
+                while len(hist) <= correct:
+                    hist.append(0)
+                hist[correct] += 1
+                st = self.stats
+                st.verify_calls += 1
+                st.spec_verify_calls += 1
+                st.spec_accepted_tokens += n
+                st.spec_correct_drafts += correct
+                st.spec_proposed_drafts += spec.proposed_per_step
+            emitted += n
+            self._emit(req, n, now)
+        self._note_throughput(now, emitted)
+
+    def _note_throughput(self, now: float, tokens: int) -> None:
+        window = self._tp_window
+        window.append((now, tokens))
+        while window and now - window[0][0] > 2.0:
+            window.popleft()
+        span = now - window[0][0]
+        if span > 0:
+            self.stats.last_gen_throughput = sum(t for _, t in window) / span
+
+    # -- output ----------------------------------------------------------------------------
+    def _emit(self, req: GenRequest, n: int, now: float) -> None:
+        self.last_output = now
+        delta = req.out.extend(n)
+        st = self.stats
+        st.generation_tokens += n
+        if req.first_token is None:
+            req.first_token = now
+            st.ttft.observe(now - req.arrival)
+        else:
+            st.itl.observe((now - req.chunks[-1][0]) / n, n)
+        req.chunks.append([now, n])
+        finished = req.completion_tokens >= req.max_new
+        if finished:
+            self._finish(req, now)
+        if req.on_chunk is not None and not req.on_chunk(req, delta, finished):
+            self.abort(req)
+        if (finished or req.aborted) and req in self.running:
+            self.running.remove(req)
+
+    def _finish(self, req: GenRequest, now: float) -> None:
+        req.finish = now
+        self.stats.e2e.observe(now - req.arrival)
+        if not req.done.done():
+            req.done.set_result(None)
+
+    def abort(self, req: GenRequest) -> None:
+        req.aborted = True
+        if req in self.running:
+            self.running.remove(req)
+        if not req.done.done():
+            req.done.set_result(None)
+
+    def token_usage(self) -> float:
+        return sum(r.context for r in self.running) / MAX_TOTAL_TOKENS

@@ -1,0 +1,83 @@
+"""Behaviour knobs of the emulator: environment variables only (never flags)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from . import VERSIONS
+
+
+def _float(env: dict[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    return float(raw) if raw else default
+
+
+def _opt_float(env: dict[str, str], name: str) -> float | None:
+    raw = env.get(name, "").strip()
+    return float(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str = "none"  # none | crash_loading | warmup_fail | hang_after
+    hang_after: int = 0
+
+    @classmethod
+    def parse(cls, raw: str) -> Fault:
+        raw = raw.strip() or "none"
+        if raw in ("none", "crash_loading", "warmup_fail"):
+            return cls(kind=raw)
+        if raw.startswith("hang_after:"):
+            return cls(kind="hang_after", hang_after=int(raw.split(":", 1)[1]))
+        raise ValueError(f"SGLANG_EMU_FAULT: unknown fault {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    version: str = "0.5.23"
+    load_seconds: float = 3.0
+    warmup_seconds: float = 1.0
+    drain_seconds: float = 2.0
+    fault: Fault = Fault()
+    seed: int = 0
+    time_scale: float = 1.0
+    fixed_ttft_ms: float | None = None
+    fixed_step_ms: float | None = None
+    fixed_accept: float | None = None
+    health_check_timeout: float = 20.0
+    warmup_timeout: float = 600.0
+    health_endpoint_generation: bool = False
+    ddtree_max_topk: int = 6
+
+    @property
+    def version_string(self) -> str:
+        return VERSIONS[self.version]
+
+    @property
+    def has_ready_endpoint(self) -> bool:
+        return self.version not in ("0.5.11", "0.5.19")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        e = dict(os.environ if env is None else env)
+        version = e.get("SGLANG_EMU_VERSION", "").strip() or "0.5.23"
+        if version not in VERSIONS:
+            raise ValueError(f"SGLANG_EMU_VERSION: unknown version {version!r}")
+        gen = e.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "").strip().lower()
+        return cls(
+            version=version,
+            load_seconds=_float(e, "SGLANG_EMU_LOAD_SECONDS", 3.0),
+            warmup_seconds=_float(e, "SGLANG_EMU_WARMUP_SECONDS", 1.0),
+            drain_seconds=_float(e, "SGLANG_EMU_DRAIN_SECONDS", 2.0),
+            fault=Fault.parse(e.get("SGLANG_EMU_FAULT", "none")),
+            seed=int(_float(e, "SGLANG_EMU_SEED", 0)),
+            time_scale=_float(e, "SGLANG_EMU_TIME_SCALE", 1.0),
+            fixed_ttft_ms=_opt_float(e, "SGLANG_EMU_FIXED_TTFT_MS"),
+            fixed_step_ms=_opt_float(e, "SGLANG_EMU_FIXED_STEP_MS"),
+            fixed_accept=_opt_float(e, "SGLANG_EMU_FIXED_ACCEPT"),
+            health_check_timeout=_float(e, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0),
+            warmup_timeout=_float(e, "SGLANG_WARMUP_TIMEOUT", 600.0),
+            health_endpoint_generation=gen in ("1", "true", "yes", "on"),
+            ddtree_max_topk=int(_float(e, "SGLANG_DDTREE_MAX_TOPK", 6)),
+        )
