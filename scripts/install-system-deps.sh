@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test hosts and the demo host need (rootful podman with runc,
-# mmdebstrap for the image rootfs, unzip for bootstrap's collections). Idempotent: when every
-# package is already installed it only runs dpkg-query and exits.
+# Installs the Debian packages the test hosts and the demo host need: rootful podman with runc,
+# mmdebstrap for the image rootfs, unzip and python3-venv for scripts/bootstrap.sh.
+# Idempotent: when every package is already installed it only runs dpkg-query and exits.
 set -euo pipefail
 
 packages=(
   podman runc conmon catatonit uidmap slirp4netns fuse-overlayfs
   containernetworking-plugins iptables
-  mmdebstrap unzip
+  mmdebstrap unzip python3-venv
 )
 
 missing=()

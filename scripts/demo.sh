@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The demo host lifecycle.
+#   scripts/demo.sh [up] [ansible-playbook args...]
+#       builds whatever is missing (system packages, .venv, test image), starts or reuses the
+#       long-lived systemd container `sglang-demo` (127.0.0.1:18080 -> its port 30000), waits for
+#       its systemd, then runs playbooks/demo.yml against inventory/demo.
+#   scripts/demo.sh down
+#       removes the container.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
+export PATH=$PWD/${VENV:-.venv}/bin:$PATH
+
+NAME=sglang-demo
+IMAGE=${TESTHOST_IMAGE:-localhost/sglang-testhost:bookworm}
+PUBLISH=127.0.0.1:18080:30000
+BOOT_TIMEOUT=${DEMO_BOOT_TIMEOUT:-90}
+
+action=${1:-up}
+[ $# -gt 0 ] && shift
+
+container_exists() { podman container exists "$NAME"; }
+
+down() {
+  if container_exists; then
+    podman rm -f -t 10 "$NAME" >/dev/null
+    echo "demo: $NAME removed"
+  else
+    echo "demo: $NAME is not there"
+  fi
+}
+
+wait_for_systemd() {
+  local state="" waited=0
+  while [ "$waited" -lt "$BOOT_TIMEOUT" ]; do
+    state=$(podman exec "$NAME" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in
+      running) return 0 ;;
+      degraded)
+        echo "demo: systemd in $NAME is degraded; failed units:" >&2
+        podman exec "$NAME" systemctl --failed --no-legend >&2 || true
+        return 0 ;;
+    esac
+    sleep 1
+    waited=$((waited + 1))
+  done
+  echo "demo: systemd in $NAME not running after ${BOOT_TIMEOUT} s (state: ${state:-none})" >&2
+  podman logs --tail 50 "$NAME" >&2 || true
+  return 1
+}
+
+up() {
+  bash scripts/install-system-deps.sh
+  bash scripts/bootstrap.sh
+  bash scripts/test-image.sh
+
+  local want have running
+  want=$(podman image inspect --format '{{.Id}}' "$IMAGE")
+  if container_exists; then
+    have=$(podman container inspect --format '{{.Image}}' "$NAME")
+    if [ "$have" != "$want" ]; then
+      echo "demo: $NAME runs an older test image, recreating it"
+      podman rm -f -t 10 "$NAME" >/dev/null
+    fi
+  fi
+
+  if ! container_exists; then
+    echo "demo: starting $NAME from $IMAGE"
+    if ! podman run -d --name "$NAME" --hostname "$NAME" --systemd=always \
+      --label org.sglang-specbench.role=demo -p "$PUBLISH" "$IMAGE" /sbin/init >/dev/null; then
+      echo "demo: could not start $NAME; is 127.0.0.1:18080 taken (a molecule run)?" >&2
+      podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+      return 1
+    fi
+  else
+    running=$(podman container inspect --format '{{.State.Running}}' "$NAME")
+    if [ "$running" != true ]; then
+      echo "demo: restarting the stopped $NAME"
+      podman start "$NAME" >/dev/null
+    else
+      echo "demo: reusing the running $NAME"
+    fi
+  fi
+
+  wait_for_systemd
+  ansible-playbook -i inventory/demo/hosts.yml playbooks/demo.yml "$@"
+}
+
+case "$action" in
+  up) up "$@" ;;
+  down) down ;;
+  *)
+    echo "usage: $0 [up [ansible-playbook args...] | down]" >&2
+    exit 2 ;;
+esac

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs `molecule test -s <name>` for every scenario under molecule/ (or only those named as
+# arguments), one after the other, carrying on after a failure. Ends with the line
+# `molecule: N passed, M failed` and exits non-zero when any scenario failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
+export PATH=$PWD/${VENV:-.venv}/bin:$PATH
+# Plain output in CI logs.
+[ -n "${CI:-}" ] && export NO_COLOR=1 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+
+if [ $# -gt 0 ]; then
+  scenarios=("$@")
+else
+  mapfile -t scenarios < <(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' \
+    | xargs -rn1 basename | sort)
+fi
+if [ ${#scenarios[@]} -eq 0 ]; then
+  echo "molecule-all: no scenarios under molecule/" >&2
+  echo "molecule: 0 passed, 0 failed"
+  exit 1
+fi
+
+# Containers left by an interrupted run would hold the published port or the instance name.
+leftovers=$(podman ps -aq --filter label=owner=molecule)
+if [ -n "$leftovers" ]; then
+  echo "molecule-all: removing leftover molecule containers"
+  # shellcheck disable=SC2086
+  podman rm -f -t 0 $leftovers >/dev/null
+fi
+
+# The demo host publishes 127.0.0.1:18080 too: when that port is taken, test hosts use the next
+# free one (scenarios reach the host through sglang_testhost_url, never a literal port).
+port_free() {
+  python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
+    2>/dev/null
+}
+if [ -z "${SGLANG_TESTHOST_PORT:-}" ]; then
+  for candidate in $(seq 18080 18099); do
+    if port_free "$candidate"; then
+      export SGLANG_TESTHOST_PORT=$candidate
+      break
+    fi
+  done
+  [ "${SGLANG_TESTHOST_PORT:-18080}" = 18080 ] \
+    || echo "molecule-all: 127.0.0.1:18080 is taken, test hosts publish $SGLANG_TESTHOST_PORT"
+fi
+
+passed=0
+failed=0
+failed_names=()
+for name in "${scenarios[@]}"; do
+  if [ ! -f "molecule/$name/molecule.yml" ]; then
+    echo "molecule-all: no scenario molecule/$name" >&2
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    continue
+  fi
+  echo "=== molecule test -s $name"
+  start=$SECONDS
+  if molecule test -s "$name"; then
+    passed=$((passed + 1))
+    echo "=== $name: passed in $((SECONDS - start)) s"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    echo "=== $name: FAILED after $((SECONDS - start)) s"
+    # molecule destroys on failure by default; make sure nothing blocks the next scenario.
+    podman ps -aq --filter label=owner=molecule | xargs -r podman rm -f -t 0 >/dev/null
+  fi
+done
+
+[ "$failed" -gt 0 ] && echo "molecule-all: failed: ${failed_names[*]}"
+echo "molecule: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
