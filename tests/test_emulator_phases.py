@@ -1,0 +1,148 @@
+"""What each endpoint says in each phase (sglang-facts.md's endpoint table), and faults."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+
+import pytest
+from conftest import EmulatorProcess, ModelDirs, StartEmulator
+
+INFO = ("/v1/models", "/model_info", "/server_info")
+HEALTH = ("/health", "/health_generate", "/ready")
+GEN = {"text": "Tell me about Paris", "sampling_params": {"max_new_tokens": 4}}
+
+
+def dflash(dirs: ModelDirs, window: int = 2048) -> list[str]:
+    return [
+        "--model-path", str(dirs.model),
+        "--speculative-algorithm", "DFLASH",
+        "--speculative-draft-model-path", str(dirs.drafter),
+        "--speculative-draft-window-size", str(window),
+    ]  # fmt: skip
+
+
+def refused(emu: EmulatorProcess) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", emu.port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_loading_refuses_connections(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(
+        dflash(model_dirs), env={"SGLANG_EMU_LOAD_SECONDS": "2"}, wait_for="loading"
+    )
+    assert refused(emu)
+    emu.wait_for("ready")
+    assert not refused(emu)
+    log = emu.log()
+    for line in ("Load weight end", "Capture cuda graph begin", "Capture cuda graph end"):
+        assert line in log
+    assert log.index("Load weight end") < log.index("Uvicorn running on")
+
+
+def test_warmup_then_ready(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(
+        dflash(model_dirs), env={"SGLANG_EMU_WARMUP_SECONDS": "3"}, wait_for="warmup"
+    )
+    for path in INFO:
+        assert emu.get(path).status == 200, path
+    for path in HEALTH:
+        assert emu.get(path).status == 503, path
+    assert emu.post("/generate", GEN).status == 200  # accepted during warm-up
+    emu.wait_for("ready")
+    for path in (*INFO, *HEALTH):
+        assert emu.get(path).status == 200, path
+    # The server's own warm-up generation happened, like SGLang's.
+    warmups = [r for r in emu.get("/emulator/requests").json()["requests"]
+               if r["prompt_tokens"] == 6 and r["completion_tokens"] == 8]  # fmt: skip
+    assert warmups
+
+
+def test_ready_endpoint_only_from_0_5_20(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    old = start_emulator(["--model-path", str(model_dirs.model)],
+                         env={"SGLANG_EMU_VERSION": "0.5.11"})  # fmt: skip
+    assert old.get("/ready").status == 404
+    assert old.get("/health").status == 200
+    assert old.get("/server_info").json()["version"] == "0.5.11"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_draining_serves_old_config_then_exits_0(
+    start_emulator: StartEmulator, model_dirs: ModelDirs, sig: int
+):
+    emu = start_emulator(dflash(model_dirs, window=4096), env={"SGLANG_EMU_DRAIN_SECONDS": "3"})
+    emu.signal(sig)
+    deadline = time.monotonic() + 2
+    while emu.get("/health").status != 503 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for path in HEALTH:
+        assert emu.get(path).status == 503, path
+    assert emu.get("/v1/models").status == 200
+    info = emu.get("/server_info").json()
+    assert info["speculative_draft_window_size"] == 4096
+    assert info["speculative_algorithm"] == "DFLASH"
+    gen = emu.post("/generate", GEN)
+    assert gen.status == 200
+    assert gen.json()["meta_info"]["completion_tokens"] == 4
+    assert emu.post("/v1/completions", {"prompt": "hi", "max_tokens": 2}).status == 200
+    assert emu.wait_exit(timeout=10) == 0
+
+
+def test_bind_failure_comes_after_loading(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        emu = start_emulator(dflash(model_dirs), port=port, wait_for=None)
+        assert emu.wait_exit() == 1
+    log = emu.log()
+    assert "[Errno 98] Address already in use" in log
+    assert "Traceback (most recent call last)" in log
+    assert log.index("Load weight end") < log.index("Traceback")
+
+
+def test_server_args_logged_with_api_key(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(["--model-path", str(model_dirs.model), "--api-key", "s3cret-key"],
+                         wait_for="loading")  # fmt: skip
+    line = next(ln for ln in emu.log().splitlines() if "server_args=" in ln)
+    assert "'api_key': 's3cret-key'" in line
+    assert line.startswith("[20")  # [YYYY-MM-DD HH:MM:SS]
+
+
+def test_crash_while_loading(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(dflash(model_dirs), env={"SGLANG_EMU_FAULT": "crash_loading"},
+                         wait_for=None)  # fmt: skip
+    assert emu.wait_exit() == 1
+    log = emu.log()
+    assert "Traceback (most recent call last)" in log
+    assert "Load weight begin" in log and "Load weight end" not in log
+    assert refused(emu)
+
+
+def test_warmup_failure(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(dflash(model_dirs), env={"SGLANG_EMU_FAULT": "warmup_fail"},
+                         wait_for=None)  # fmt: skip
+    assert emu.wait_exit() != 0
+    log = emu.log()
+    assert "Initialization failed. warmup error" in log
+    assert "fired up" not in log
+
+
+def test_hang_after_n_requests(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(
+        dflash(model_dirs),
+        env={"SGLANG_EMU_FAULT": "hang_after:2", "SGLANG_HEALTH_CHECK_TIMEOUT": "2",
+             "SGLANG_EMU_TIME_SCALE": "0"},
+    )  # fmt: skip
+    assert emu.post("/generate", GEN).status == 200  # the 2nd, counting the warm-up
+    assert emu.get("/health").status == 200
+    with pytest.raises(TimeoutError):
+        emu.post("/generate", GEN, timeout=1.5)
+    assert emu.get("/health").status == 200  # still "healthy"
+    start = time.monotonic()
+    assert emu.get("/health_generate", timeout=10).status == 503
+    assert time.monotonic() - start >= 1.9  # only after SGLANG_HEALTH_CHECK_TIMEOUT
