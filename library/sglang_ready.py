@@ -308,7 +308,10 @@ SAFE_SERVER_INFO_KEYS = (
     "speculative_ddtree_max_topk",
     "context_length",
 )
-SECRET_KEY_RE = re.compile(r"api[_-]?key|secret|token|password|passwd", re.IGNORECASE)
+# Whole words only: "speculative_num_draft_tokens" is not a secret, "hf_token" is.
+SECRET_KEY_RE = re.compile(
+    r"(?:^|[_.-])(?:api[_-]?key|secret|token|password|passwd)(?:$|[_.-])", re.IGNORECASE
+)
 SECRET_FLAG_RE = re.compile(
     r"(--[\w-]*(?:api[_-]?key|secret|token|password)[\w-]*)(=|\s+)(\S+)", re.IGNORECASE
 )
