@@ -878,6 +878,13 @@ class UnitWatcher:
                 f"{self.unit} crashed and systemd is restarting it (SubState=auto-restart; "
                 f"{state.summary()})"
             )
+        if state.active_state == "failed" and state.result == "start-limit-hit":
+            # The start job never ran, so InvocationID is still the old one: no grace period.
+            raise UnitFailure(
+                f"{self.unit}: systemd refused to start it, start limit hit (StartLimitBurst, "
+                "manual restarts count too; `systemctl reset-failed` clears it) "
+                f"({state.summary()})"
+            )
         if state.active_state == "failed" and not (known_old_run and self.new_pid is None):
             raise UnitFailure(f"{self.unit} failed ({state.summary()})")
         if self.new_pid is not None:

@@ -506,6 +506,21 @@ def test_unit_that_nobody_restarts_fails_after_a_grace_not_the_timeout(
     assert m.STOPPED_GRACE <= run.clock.now <= m.STOPPED_GRACE + 1
 
 
+def test_start_limit_hit_fails_at_once(host: FakeHost, server: ScriptedServer) -> None:
+    old_server_draining(host, exits_at=1.0)
+    # The start job is refused: no new invocation, so InvocationID stays the old one.
+    host.at(
+        1.0,
+        lambda: host.set_unit(ActiveState="failed", SubState="failed", Result="start-limit-hit"),
+    )
+
+    run = run_module(restart_args(server), host, server)
+
+    assert run.failed
+    assert "start limit hit" in run.msg and "reset-failed" in run.msg
+    assert run.clock.now <= 1.5
+
+
 def test_unknown_unit_fails_at_once(host: FakeHost, server: ScriptedServer) -> None:
     host.set_unit(LoadState="not-found")
 
