@@ -16,9 +16,9 @@ description:
     O(previous_pid), InvocationID differs from O(previous_invocation)) and the old PID is gone;
     (2) the listening socket of the URL's port belongs to a process of the unit (its cgroup, else
     the main PID and its descendants); (3) C(/server_info) (or C(/get_server_info)) answers and
-    matches O(expect); (4) C(/health_generate) (or C(/health) where the build lacks it) answers
-    200; (5) a real generation through C(/generate) returns tokens (and speculation statistics
-    with O(require_speculation)); (6) the main PID is still the same afterwards."
+    matches O(expect); (4) the health endpoint chosen by O(health_check) answers 200; (5) a real
+    generation through C(/generate) returns tokens (and speculation statistics with
+    O(require_speculation)); (6) the main PID is still the same afterwards."
   - Between polls it reads the unit's state and fails AT ONCE, with the last journal lines of the
     new invocation, when the unit is C(failed), in C(auto-restart), C(NRestarts) rises, the main
     PID changes after it was first seen as new, or the main process exited.
@@ -101,6 +101,20 @@ options:
         starting again from 0.1 s whenever a condition newly passes.
     type: float
     default: 0.5
+  health_check:
+    description:
+      - Condition (4). V(auto) asks C(/ready) (SGLang 0.5.20+, answered at once), then
+        C(/health_generate), then C(/health), moving on when an endpoint answers 404.
+      - V(health_generate) asks C(/health_generate), then C(/health) on 404. SGLang's
+        C(/health_generate) always sleeps at least 1 s before its 200, which adds that second to
+        the detection lag; C(/ready) checks the same state (start-up done, not draining) and the
+        probe generation (5) covers what its one-token generation adds.
+      - V(ready) and V(health) ask only that endpoint.
+      - Check mode never asks C(/health_generate) (it generates); it uses C(/ready), else
+        C(/health).
+    type: str
+    choices: [auto, ready, health_generate, health]
+    default: auto
   validate_certs:
     description: Verify TLS certificates for C(https) URLs.
     type: bool
@@ -109,7 +123,8 @@ attributes:
   check_mode:
     support: full
     description:
-      - A single read-only pass (unit state, port, C(/server_info), C(/health)); never waits,
+      - A single read-only pass (unit state, port, C(/server_info), C(/ready) or C(/health));
+        never waits,
         never sends a generation, returns RV(ready) and does not fail because the server is not
         ready.
   diff_mode:
@@ -234,6 +249,21 @@ probe:
     spec_accept_length:
       description: Tokens per verification step, bonus token included.
       type: float
+health_endpoint:
+  description: The endpoint that decided condition (4) (see O(health_check)).
+  returned: always
+  type: str
+  sample: /ready
+server_info_endpoint:
+  description: C(/server_info), or C(/get_server_info) on builds without it.
+  returned: always
+  type: str
+  sample: /server_info
+url:
+  description: The URL checked.
+  returned: always
+  type: str
+  sample: http://127.0.0.1:30000
 unmet:
   description: The first condition not met (check mode, or on failure).
   returned: when not ready
@@ -282,6 +312,13 @@ JOURNAL_LINES = 40
 # restart is coming. A restart job passes through "inactive" for milliseconds only.
 STOPPED_GRACE = 10.0
 MAX_BODY = 8 * 1024 * 1024
+# Condition (4): endpoints tried in order, the next one only when the build answers 404.
+HEALTH_CHAINS = {
+    "auto": ("/ready", "/health_generate", "/health"),
+    "ready": ("/ready",),
+    "health_generate": ("/health_generate", "/health"),
+    "health": ("/health",),
+}
 REDACTED = "********"
 SHOW_PROPERTIES = (
     "MainPID",
@@ -334,6 +371,11 @@ ARGUMENT_SPEC: dict[str, Any] = {
     },
     "require_speculation": {"type": "bool", "default": False},
     "max_poll_interval": {"type": "float", "default": 0.5},
+    "health_check": {
+        "type": "str",
+        "default": "auto",
+        "choices": ["auto", "ready", "health_generate", "health"],
+    },
     "validate_certs": {"type": "bool", "default": True},
 }
 
@@ -957,6 +999,7 @@ class Settings:
     require_speculation: bool
     max_poll_interval: float
     check_mode: bool
+    health_check: str = "auto"
 
 
 @dataclasses.dataclass
@@ -1008,7 +1051,10 @@ class ReadinessChecker:
         self.phases: dict[str, float | None] = dict.fromkeys(CONDITIONS)
         self.server_info: dict[str, Any] | None = None
         self.server_info_path = "/server_info"
-        self.health_path = "/health_generate"
+        chain = HEALTH_CHAINS[settings.health_check]
+        if settings.check_mode:  # /health_generate runs a generation: not read-only
+            chain = tuple(p for p in chain if p != "/health_generate") or ("/health",)
+        self.health_paths = list(chain)
         self.probe: dict[str, Any] | None = None
         self.deadline = self.started + settings.timeout
 
@@ -1087,10 +1133,11 @@ class ReadinessChecker:
         self._passed("config_matched")
 
     def check_health(self) -> None:
-        path = "/health" if self.s.check_mode else self.health_path
+        path = self.health_paths[0]
         resp = self.d.http.get(path, self._http_timeout(HTTP_TIMEOUT))
-        if resp.status == 404 and path == "/health_generate":
-            self.health_path = path = "/health"
+        while resp.status == 404 and len(self.health_paths) > 1:
+            self.health_paths.pop(0)  # this build lacks it; remember for the next polls
+            path = self.health_paths[0]
             resp = self.d.http.get(path, self._http_timeout(HTTP_TIMEOUT))
         if resp.status != 200:
             raise NotReady(Unmet("healthy", f"GET {path}: {resp.describe()}"))
@@ -1160,7 +1207,7 @@ class ReadinessChecker:
             "pid": state.main_pid if state else None,
             "invocation": state.invocation if state else None,
             "server_info_endpoint": self.server_info_path,
-            "health_endpoint": "/health" if self.s.check_mode else self.health_path,
+            "health_endpoint": self.health_paths[0],
         }
         if self.s.unit:
             out["unit"] = self.s.unit
@@ -1291,6 +1338,7 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool) -> Setting
         require_speculation=params["require_speculation"],
         max_poll_interval=params["max_poll_interval"],
         check_mode=check_mode,
+        health_check=params["health_check"],
     )
 
 

@@ -53,6 +53,7 @@ class Behaviour:
 
     server_info: dict[str, Any] | None = None  # None: 503 (not serving yet)
     legacy_server_info_only: bool = False  # /server_info 404, /get_server_info answers
+    ready: int | None = None  # None: a build before 0.5.20, without /ready
     health_generate: int | None = 200
     health: int = 200
     generate_status: int = 200
@@ -73,6 +74,8 @@ class Behaviour:
             if self.server_info is None:
                 return 503, None
             return 200, self.server_info
+        if path == "/ready" and method == "GET":
+            return (404, {"detail": "Not Found"}) if self.ready is None else (self.ready, None)
         if path == "/health_generate" and method == "GET":
             if self.health_generate is None:
                 return 404, {"detail": "Not Found"}

@@ -142,7 +142,8 @@ def old_server_draining(host: FakeHost, exits_at: float, n_restarts: int = 0) ->
         NRestarts=n_restarts,
     )
     host.http.server_info = OLD_CONFIG
-    host.http.health_generate = host.http.health = 503  # draining: health 503, /generate served
+    # Draining: health and /ready 503, /generate still served.
+    host.http.health_generate = host.http.health = host.http.ready = 503
 
     def exited() -> None:
         host.kill(100, 101)
@@ -172,10 +173,10 @@ def new_server(
         host.spawn(pid + 1, ppid=pid)
         host.listen(pid + 1, inode=9000 + pid)
         host.http.server_info = NEW_CONFIG if config is None else config
-        host.http.health_generate = host.http.health = 503
+        host.http.health_generate = host.http.health = host.http.ready = 503
 
     def warm() -> None:
-        host.http.health_generate = host.http.health = 200
+        host.http.health_generate = host.http.health = host.http.ready = 200
 
     host.at(starts, start)
     if binds is not None:
@@ -302,7 +303,32 @@ def test_health_and_server_info_fall_back_to_older_endpoints(
     assert not run.failed, run.msg
     assert run.result["health_endpoint"] == "/health"
     assert run.result["server_info_endpoint"] == "/get_server_info"
-    assert "/health" in server.paths("GET") and "/get_server_info" in server.paths("GET")
+    assert {"/ready", "/health_generate", "/health", "/get_server_info"} <= set(server.paths())
+
+
+def test_auto_health_check_prefers_ready_and_skips_the_slow_health_generate(
+    host: FakeHost, server: ScriptedServer
+) -> None:
+    new_server(host, starts=0.0, binds=1.0, ready=3.0)
+
+    run = run_module(restart_args(server, previous_pid=None), host, server)
+
+    assert not run.failed, run.msg
+    assert run.result["health_endpoint"] == "/ready"
+    assert run.result["phases"]["healthy"] >= 3.0  # /ready said 503 during warm-up
+    assert "/health_generate" not in server.paths()
+
+
+def test_health_check_health_generate_is_honoured(host: FakeHost, server: ScriptedServer) -> None:
+    new_server(host, starts=0.0, binds=1.0, ready=3.0)
+    args = restart_args(server, previous_pid=None, health_check="health_generate")
+
+    run = run_module(args, host, server)
+
+    assert not run.failed, run.msg
+    assert run.result["health_endpoint"] == "/health_generate"
+    assert run.result["phases"]["healthy"] >= 3.0
+    assert "/ready" not in server.paths()
 
 
 def test_health_503_is_not_healthy_even_without_health_generate(
@@ -667,8 +693,19 @@ def test_check_mode_reads_once_and_never_generates(host: FakeHost, server: Scrip
     assert run.result["ready"] is True and run.result["changed"] is False
     assert run.clock.sleeps == []
     assert server.paths("POST") == []
-    assert "/health_generate" not in server.paths() and "/health" in server.paths()
+    assert "/health_generate" not in server.paths() and run.result["health_endpoint"] == "/ready"
     assert run.result["pid"] == 200 and "probe" not in run.result
+
+
+def test_check_mode_uses_plain_health_instead_of_health_generate(
+    host: FakeHost, server: ScriptedServer
+) -> None:
+    server.behaviour.server_info = NEW_CONFIG
+
+    run = run_module({"url": server.url, "health_check": "health_generate"}, host, server, True)
+
+    assert not run.failed and run.result["ready"] is True
+    assert server.paths() == ["/server_info", "/health"]
 
 
 def test_check_mode_reports_not_ready_without_failing(
@@ -720,6 +757,7 @@ def test_check_mode_reports_a_failed_unit_without_failing(
         ({"max_poll_interval": 0}, "max_poll_interval must be > 0"),
         ({"expect": [1, 2]}, "expect"),
         ({"bogus": 1}, "bogus"),
+        ({"health_check": "live"}, "health_check"),
     ],
 )
 def test_bad_arguments_fail_before_any_request(
@@ -912,6 +950,7 @@ def test_documentation_matches_the_argument_spec() -> None:
             assert doc[name]["type"] == entry["type"], f"{where}{name}"
             assert doc[name].get("default") == entry.get("default"), f"{where}{name}"
             assert bool(doc[name].get("required")) == bool(entry.get("required")), f"{where}{name}"
+            assert doc[name].get("choices") == entry.get("choices"), f"{where}{name}"
             if "options" in entry:
                 compare(doc[name]["suboptions"], entry["options"], f"{name}.")
 
