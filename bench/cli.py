@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
         help="server API key (default: $SGLANG_API_KEY); never written to records",
     )
     r.add_argument("--redo", action="store_true", help="rerun cells that are already recorded")
+    r.add_argument(
+        "--redo-failed", action="store_true", help="rerun recorded cells that had failed requests"
+    )
     r.add_argument("--request-timeout", type=float, default=1800.0, help="seconds per request")
     r.add_argument(
         "--idle-timeout",
@@ -90,6 +93,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         seed=a.seed,
         api_key=a.api_key or os.environ.get("SGLANG_API_KEY") or None,
         redo=a.redo,
+        redo_failed=a.redo_failed,
         request_timeout=a.request_timeout,
         idle_timeout=a.idle_timeout,
         live=a.live,

@@ -58,8 +58,19 @@ def requests_path(out: Path, cell_id: str) -> Path:
     return out / f"{cell_id}{REQUESTS_SUFFIX}"
 
 
-def is_done(out: Path, cell_id: str) -> bool:
-    return record_path(out, cell_id).is_file()
+def is_done(out: Path, cell_id: str, redo_failed: bool = False) -> bool:
+    """A cell is done when its record exists (with `redo_failed`: and has no failed or
+    incomplete requests)."""
+    path = record_path(out, cell_id)
+    if not path.is_file():
+        return False
+    if not redo_failed:
+        return True
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))["summary"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return not (summary.get("failed") or summary.get("incomplete"))
 
 
 def write_cell(out: Path, cell_id: str, record: dict[str, Any], requests: list[dict]) -> None:

@@ -39,6 +39,7 @@ class RunConfig:
     seed: int = 0
     api_key: str | None = None
     redo: bool = False
+    redo_failed: bool = False
     request_timeout: float = 1800.0
     idle_timeout: float = 300.0
     live: bool | None = None
@@ -74,7 +75,8 @@ async def preflight(server: Server, cfg: RunConfig) -> dict[str, Any]:
                 f"exceeds the server's context length {limit}"
             )
     probe = await server.generate_once(
-        {"text": "The capital city of France is", "sampling_params": {"max_new_tokens": 1}}
+        {"text": "The capital city of France is", "sampling_params": {"max_new_tokens": 1}},
+        timeout_s=cfg.idle_timeout,
     )
     if "meta_info" not in probe:
         raise ServerError(f"/generate answered without meta_info: {str(probe)[:200]}")
@@ -133,6 +135,7 @@ async def run_cell(
         if cell.warmup
         else ([], 0.0, 0)
     )
+    await server.open_connections(cell.concurrency)
     before = await server.scrape_metrics()
     progress.start_cell(cell.cell_id, cell.num_requests)
     results, duration, peak = await run_closed_loop(
@@ -178,8 +181,19 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         cfg.warmup,
     )
     cfg.out.mkdir(parents=True, exist_ok=True)
+    pending = {
+        c.cell_id
+        for c in cells
+        if cfg.redo or not records.is_done(cfg.out, c.cell_id, cfg.redo_failed)
+    }
     progress = Progress(len(cells), sum(c.num_requests for c in cells), live=cfg.live)
     written: list[dict[str, Any]] = []
+    if not pending:  # nothing to measure: do not touch the server at all
+        for cell in cells:
+            progress.skip(cell.cell_id, cell.num_requests)
+        records.write_summaries(cfg.out)
+        progress.finish()
+        return written
     async with make_session(
         max(cfg.concurrencies), cfg.request_timeout, cfg.idle_timeout
     ) as session:
@@ -187,7 +201,7 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         await preflight(server, cfg)
         builder = PromptBuilder(server, seed=cfg.seed)
         for cell in cells:
-            if not cfg.redo and records.is_done(cfg.out, cell.cell_id):
+            if cell.cell_id not in pending:
                 progress.skip(cell.cell_id, cell.num_requests)
                 continue
             # server_info per cell: the configuration may have changed under a long run

@@ -146,9 +146,17 @@ class Server:
                 return int(info[key])
         return await self.model_max_len()
 
-    async def generate_once(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Non-streaming /generate; raises on any non-200."""
-        status, data = await self._json("POST", "/generate", json=payload)
+    async def generate_once(
+        self, payload: dict[str, Any], timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Non-streaming /generate; raises on any non-200 or when it takes over `timeout_s`."""
+        kw: dict[str, Any] = {"json": payload}
+        if timeout_s is not None:
+            kw["timeout"] = aiohttp.ClientTimeout(total=timeout_s)
+        try:
+            status, data = await self._json("POST", "/generate", **kw)
+        except ServerUnreachable as e:
+            raise ServerError(f"/generate did not answer: {e}") from e
         if status != 200 or not isinstance(data, dict):
             raise ServerError(f"/generate answered {status}: {str(data)[:300]}")
         return data
@@ -186,9 +194,17 @@ class Server:
                 return False
             await asyncio.sleep(0.5)
 
+    async def open_connections(self, n: int) -> None:
+        """Fill the keep-alive pool with `n` connections (n requests in flight at once each take
+        one), so the measured requests do not pay TCP set-up inside their TTFT."""
+        await asyncio.gather(*(self._request("GET", "/v1/models") for _ in range(n)))
+
     async def scrape_metrics(self) -> dict[str, float] | None:
         """Parsed /metrics, or None when the server runs without --enable-metrics."""
-        status, body = await self._request("GET", "/metrics")
+        try:
+            status, body = await self._request("GET", "/metrics")
+        except ServerUnreachable:  # a server that died mid-cell: the cell is still recorded
+            return None
         if status != 200:
             return None
         return parse_prometheus(body)

@@ -1,0 +1,330 @@
+"""The benchmark package against the SGLang emulator (fixtures in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import records
+from bench.cli import main
+from bench.metrics import itl
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXED = {
+    "SGLANG_EMU_FIXED_TTFT_MS": "40",
+    "SGLANG_EMU_FIXED_STEP_MS": "15",
+    "SGLANG_EMU_FIXED_ACCEPT": "3",
+}
+
+
+# The emulator's listening socket is created with proto 0, so asyncio never sets TCP_NODELAY on
+# its connections, and Nagle's algorithm holds the first streamed chunk until the client's
+# delayed ACK (3-6 ms here). Real SGLang serves through uvicorn on uvloop, which sets
+# TCP_NODELAY. Reported to the emulator's owner; until it is fixed, the timing test loads this
+# shim (a no-op once the emulator sets the option itself).
+_NODELAY_SHIM = """
+import asyncio.base_events as _be
+import socket as _socket
+
+def _set_nodelay(sock):
+    if sock.family in (_socket.AF_INET, _socket.AF_INET6) and sock.type == _socket.SOCK_STREAM:
+        sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+
+_be._set_nodelay = _set_nodelay
+"""
+
+
+def _nodelay_env(tmp_path: Path) -> dict[str, str]:
+    shim = tmp_path / "nodelay-shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(_NODELAY_SHIM)
+    return {"PYTHONPATH": f"{shim}{os.pathsep}{ROOT / 'tests' / 'emulator'}"}
+
+
+def _flags(model_dirs: Any, *extra: str, spec: bool = True) -> list[str]:
+    flags = ["--model-path", str(model_dirs.model), "--context-length", "8192", *extra]
+    if spec:
+        flags += [
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-draft-model-path",
+            str(model_dirs.drafter),
+        ]
+    return flags
+
+
+def _run(url: str, out: Path, *extra: str) -> int:
+    return main(["run", "--url", url, "--out", str(out), "--no-live", *extra])
+
+
+def _ground_truth(emu: Any) -> dict[str, dict[str, Any]]:
+    return {r["rid"]: r for r in emu.get("/emulator/requests").json()["requests"]}
+
+
+def _truth_figures(g: dict[str, Any]) -> tuple[float, list[float], float]:
+    """TTFT, ITLs and TPOT from the emulator's server-side timestamps, same definitions."""
+    times = [c[0] for c in g["chunks"]]
+    cumulative = [sum(c[1] for c in g["chunks"][: i + 1]) for i in range(len(g["chunks"]))]
+    ttft = g["first_token"] - g["arrival"]
+    tpot = (g["finish"] - g["first_token"]) / (g["completion_tokens"] - 1)
+    return ttft, itl(times, cumulative), tpot
+
+
+@pytest.mark.parametrize(
+    "concurrency, requests, repetitions, tolerance_ms", [(1, 12, 1, 2.0), (16, 16, 3, 5.0)]
+)
+def test_timings_and_accept_length_match_ground_truth(
+    start_emulator, model_dirs, tmp_path, concurrency, requests, repetitions, tolerance_ms
+):
+    """Medians the package reports (median over repetitions of each cell's median) vs the same
+    statistics of the emulator's server-side timestamps.
+
+    At concurrency 16 each repetition is one wave of 16 requests sent together: when requests
+    are refilled while the emulator writes a decode step's 16 chunks, its single-threaded loop
+    reads (and stamps `arrival` of) the new request only after that step, 4-8 ms after it hit
+    the socket on this 2-core machine; no client can observe that, so it is left out here.
+    Prompts are short (64 tokens) for the same reason: the emulator stamps `arrival` after
+    parsing, and parses a burst of 16 requests one after the other.
+    """
+    emu = start_emulator(_flags(model_dirs), env={**FIXED, **_nodelay_env(tmp_path)})
+    out = tmp_path / "out"
+    rc = _run(
+        f"http://127.0.0.1:{emu.port}",
+        out,
+        "--contexts",
+        "64",
+        "--concurrency",
+        str(concurrency),
+        "--output-len",
+        "48",
+        "--min-requests",
+        str(requests),
+        "--requests-per-slot",
+        "1",
+        "--warmup",
+        "2",
+        "--repetitions",
+        str(repetitions),
+    )
+    assert rc == 0
+    recs = records.load_records(out)
+    assert len(recs) == repetitions
+    truth = _ground_truth(emu)
+    truth_medians: dict[str, list[float]] = {"ttft": [], "itl": [], "tpot": []}
+    for rec in recs:
+        s = rec["summary"]
+        assert (s["completed"], s["failed"], s["incomplete"]) == (requests, 0, 0)
+        reqs = records.load_requests(out, rec["cell"]["cell_id"])
+        assert all(r["rid"] in truth for r in reqs)
+        t_ttft, t_itl, t_tpot = [], [], []
+        for r in reqs:
+            a, b, c = _truth_figures(truth[r["rid"]])
+            t_ttft.append(a * 1000)
+            t_itl.extend(x * 1000 for x in b)
+            t_tpot.append(c * 1000)
+        truth_medians["ttft"].append(statistics.median(t_ttft))
+        truth_medians["itl"].append(statistics.median(t_itl))
+        truth_medians["tpot"].append(statistics.median(t_tpot))
+        # accept length: exactly the emulator's, over the measured requests only (no warm-up)
+        measured = [truth[r["rid"]] for r in reqs]
+        expected = sum(g["completion_tokens"] for g in measured) / sum(
+            g["spec_verify_ct"] for g in measured
+        )
+        assert s["accept_length"] == pytest.approx(expected, rel=1e-12)
+        assert s["accept_length_requests"] == requests
+        assert all("-w" not in r["rid"] for r in reqs)
+    assert any("-w" in rid for rid in truth)  # warm-up requests were sent, and left out
+    (agg,) = records.write_summaries(out)
+    for name in ("ttft", "itl", "tpot"):
+        measured_median = agg[f"{name}_median_ms_median"]
+        expected_median = statistics.median(truth_medians[name])
+        assert measured_median == pytest.approx(expected_median, abs=tolerance_ms), name
+    # the injected timings are what was measured (not two equal wrong figures)
+    assert statistics.median(truth_medians["ttft"]) >= 40.0
+    assert statistics.median(truth_medians["itl"]) == pytest.approx(15.0 / 3, rel=0.3)
+
+
+def test_exact_context_lengths_per_category_and_metrics_diff(start_emulator, model_dirs, tmp_path):
+    emu = start_emulator(_flags(model_dirs, "--enable-metrics", "--api-key", "sekrit-42"))
+    out = tmp_path / "out"
+    rc = _run(
+        f"http://127.0.0.1:{emu.port}",
+        out,
+        "--contexts",
+        "300,1000",
+        "--concurrency",
+        "2",
+        "--output-len",
+        "16",
+        "--categories",
+        "random,code,prose,math",
+        "--min-requests",
+        "4",
+        "--requests-per-slot",
+        "1",
+        "--api-key",
+        "sekrit-42",
+    )
+    assert rc == 0
+    recs = records.load_records(out)
+    assert len(recs) == 8
+    truth = _ground_truth(emu)
+    for rec in recs:
+        s, cell = rec["summary"], rec["cell"]
+        assert s["prompt_tokens_min"] == s["prompt_tokens_max"] == cell["context"]
+        for r in records.load_requests(out, cell["cell_id"]):
+            assert truth[r["rid"]]["cached_tokens"] == 0  # flushed after prompt building
+        derived = rec["server_metrics"]["derived"]
+        assert derived["accept_length"] == pytest.approx(s["accept_length"])
+        assert rec["server_info"]["version"]
+    # the emulator's content detector sees what we meant to send
+    cats = {rid.split("-")[3]: truth[rid]["category"] for rid in truth if "-m" in rid}
+    assert cats["random"] == "random" and cats["code"] == "code" and cats["math"] == "math"
+    # the API key never reaches the output directory
+    for p in out.iterdir():
+        assert "sekrit-42" not in p.read_text(), p.name
+    assert "--api-key <redacted>" in recs[0]["server_info"]["launch_command"]
+
+
+def test_preflight_errors_before_any_load(start_emulator, model_dirs, tmp_path, capsys):
+    emu = start_emulator(_flags(model_dirs, "--api-key", "right"))
+    url = f"http://127.0.0.1:{emu.port}"
+    common = ["--concurrency", "1", "--output-len", "8"]
+    served_before = set(_ground_truth(emu))  # the emulator's own warm-up generation
+    assert _run(url, tmp_path / "a", "--contexts", "64", *common, "--api-key", "wrong") == 4
+    assert "API key" in capsys.readouterr().err
+    assert _run(url, tmp_path / "b", "--contexts", "64", *common) == 4
+    capsys.readouterr()
+    rc = _run(url, tmp_path / "c", "--contexts", "8190", *common, "--api-key", "right")
+    assert rc == 5
+    assert "exceeds the server's context length 8192" in capsys.readouterr().err
+    assert set(_ground_truth(emu)) == served_before  # no generation of ours reached it
+    for d in ("a", "b", "c"):
+        assert not list((tmp_path / d).glob("*.json"))
+
+
+def test_hanging_server_requests_are_counted_failures(start_emulator, model_dirs, tmp_path):
+    emu = start_emulator(
+        _flags(model_dirs, spec=False), env={**FIXED, "SGLANG_EMU_FAULT": "hang_after:5"}
+    )
+    out = tmp_path / "out"
+    rc = _run(
+        f"http://127.0.0.1:{emu.port}",
+        out,
+        "--contexts",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-len",
+        "8",
+        "--min-requests",
+        "8",
+        "--warmup",
+        "0",
+        "--idle-timeout",
+        "1",
+    )
+    assert rc == 0
+    (rec,) = records.load_records(out)
+    s = rec["summary"]
+    assert s["requests"] == 8
+    assert s["completed"] >= 1 and s["failed"] + s["incomplete"] >= 1
+    assert s["completed"] + s["failed"] + s["incomplete"] == 8
+    assert any("Timeout" in e for e in s["errors"])
+    reqs = records.load_requests(out, rec["cell"]["cell_id"])
+    assert sum(1 for r in reqs if not r["ok"]) == s["failed"] + s["incomplete"]
+    # a plain rerun keeps the recorded cell without sending anything; --redo-failed takes it
+    # up again (and here stops at the pre-flight /generate, which hangs too)
+    url = f"http://127.0.0.1:{emu.port}"
+    path = records.record_path(out, rec["cell"]["cell_id"])
+    before = path.read_bytes()
+    args = [
+        "--contexts",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-len",
+        "8",
+        "--min-requests",
+        "8",
+        "--warmup",
+        "0",
+        "--idle-timeout",
+        "1",
+    ]
+    served = set(_ground_truth(emu))
+    assert _run(url, out, *args) == 0
+    assert set(_ground_truth(emu)) == served
+    assert _run(url, out, *args, "--redo-failed") == 6
+    assert path.read_bytes() == before
+
+
+def test_killed_run_resumes_with_only_missing_cells(start_emulator, model_dirs, tmp_path):
+    emu = start_emulator(_flags(model_dirs), env={**FIXED, "SGLANG_EMU_FIXED_STEP_MS": "30"})
+    out = tmp_path / "out"
+    args = [
+        sys.executable,
+        "-m",
+        "bench",
+        "run",
+        "--url",
+        f"http://127.0.0.1:{emu.port}",
+        "--out",
+        str(out),
+        "--contexts",
+        "64,128",
+        "--concurrency",
+        "1,2",
+        "--output-len",
+        "16",
+        "--min-requests",
+        "3",
+        "--requests-per-slot",
+        "1",
+        "--warmup",
+        "0",
+        "--no-live",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while len(list(out.glob("*-r0.json"))) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    done_before = {p.name: p.read_bytes() for p in out.glob("*-r0.json")}
+    assert 2 <= len(done_before) < 4
+    for content in done_before.values():
+        json.loads(content)  # every record left behind is complete
+    missing = [
+        c
+        for c in ("ctx64-c1", "ctx64-c2", "ctx128-c1", "ctx128-c2")
+        if f"{c}-out16-random-r0.json" not in done_before
+    ]
+    # a stale requests file of an unfinished cell is rewritten, not trusted
+    stale = out / f"{missing[0]}-out16-random-r0.requests.jsonl"
+    stale.write_text('{"garbage": true}\n')
+    seen_before = set(_ground_truth(emu))
+
+    rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stderr.count("already recorded, skipped") == len(done_before)
+    for name, content in done_before.items():
+        assert (out / name).read_bytes() == content
+    assert len(list(out.glob("*-r0.json"))) == 4
+    assert "garbage" not in stale.read_text()
+    new_rids = set(_ground_truth(emu)) - seen_before
+    new_cells = {rid.rsplit("-m", 1)[0] for rid in new_rids if rid.startswith("ctx")}
+    assert new_cells == {f"{c}-out16-random-r0" for c in missing}
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4
