@@ -14,6 +14,10 @@ export PATH=$PWD/${VENV:-.venv}/bin:$PATH
 NAME=sglang-demo
 IMAGE=${TESTHOST_IMAGE:-localhost/sglang-testhost:bookworm}
 PUBLISH=127.0.0.1:18080:30000
+# Root on a real GPU host can read every process's /proc/PID/fd (sglang_ready checks who owns the
+# port that way); podman drops CAP_SYS_PTRACE by default, so give it back.
+RUN_OPTS=(--hostname "$NAME" --systemd=always --cap-add SYS_PTRACE -p "$PUBLISH")
+SPEC_LABEL=org.sglang-specbench.demo-spec
 BOOT_TIMEOUT=${DEMO_BOOT_TIMEOUT:-90}
 
 action=${1:-up}
@@ -54,20 +58,22 @@ up() {
   bash scripts/bootstrap.sh
   bash scripts/test-image.sh
 
-  local want have running
-  want=$(podman image inspect --format '{{.Id}}' "$IMAGE")
+  local spec have running
+  # The container is reused only when made from the same image with the same options.
+  spec=$( (podman image inspect --format '{{.Id}}' "$IMAGE"; printf '%s\n' "${RUN_OPTS[@]}") \
+    | sha256sum | cut -c1-16)
   if container_exists; then
-    have=$(podman container inspect --format '{{.Image}}' "$NAME")
-    if [ "$have" != "$want" ]; then
-      echo "demo: $NAME runs an older test image, recreating it"
+    have=$(podman container inspect --format "{{ index .Config.Labels \"$SPEC_LABEL\" }}" "$NAME")
+    if [ "$have" != "$spec" ]; then
+      echo "demo: $NAME was made from another image or other options, recreating it"
       podman rm -f -t 10 "$NAME" >/dev/null
     fi
   fi
 
   if ! container_exists; then
     echo "demo: starting $NAME from $IMAGE"
-    if ! podman run -d --name "$NAME" --hostname "$NAME" --systemd=always \
-      --label org.sglang-specbench.role=demo -p "$PUBLISH" "$IMAGE" /sbin/init >/dev/null; then
+    if ! podman run -d --name "$NAME" "${RUN_OPTS[@]}" --label "$SPEC_LABEL=$spec" \
+      "$IMAGE" /sbin/init >/dev/null; then
       echo "demo: could not start $NAME; is 127.0.0.1:18080 taken (a molecule run)?" >&2
       podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
       return 1
