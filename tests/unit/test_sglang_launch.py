@@ -15,14 +15,15 @@ LAUNCHER = (
 SECRET = "k3y-that-must-not-leak"
 
 
-def launch(script: str, **kwargs: object) -> subprocess.Popen[bytes]:
+def launch(script: str, secret_dir: Path, **kwargs: object) -> subprocess.Popen[bytes]:
     env = dict(os.environ, SGLANG_API_KEY=SECRET)
     return subprocess.Popen(
         [
             sys.executable,
             str(LAUNCHER),
             "--secret-env=SGLANG_API_KEY",
-            "--secret-flag=--api-key",
+            "--secret-option=api-key",
+            f"--secret-dir={secret_dir}",
             "--",
             sys.executable,
             "-c",
@@ -35,29 +36,36 @@ def launch(script: str, **kwargs: object) -> subprocess.Popen[bytes]:
     )
 
 
-def test_key_is_passed_as_flag_and_redacted_from_both_streams() -> None:
+def test_key_reaches_the_server_in_a_private_config_file_never_in_argv_or_output(
+    tmp_path: Path,
+) -> None:
     script = (
-        "import os, sys\n"
+        "import json, os, stat, sys\n"
+        "path = sys.argv[sys.argv.index('--config') + 1]\n"
         "print('argv', sys.argv[1:], flush=True)\n"
-        "print('server_args=api_key=' + sys.argv[2], file=sys.stderr, flush=True)\n"
+        "print('mode', oct(stat.S_IMODE(os.stat(path).st_mode)), flush=True)\n"
+        "option, value = open(path).read().split(': ', 1)\n"
+        "print('server_args=' + option + '=' + json.loads(value), file=sys.stderr, flush=True)\n"
         "print('env has key:', 'SGLANG_API_KEY' in os.environ, flush=True)\n"
     )
-    proc = launch(script)
+    proc = launch(script, tmp_path)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0
-    assert SECRET.encode() not in out + err
-    assert b"argv ['--api-key', '<redacted>']" in out
-    assert b"server_args=api_key=<redacted>" in err
+    assert proc.returncode == 0, err
+    config = tmp_path / "secret-args.yaml"
+    assert f"argv ['--config', '{config}']".encode() in out
+    assert b"mode 0o600" in out
+    assert b"server_args=api-key=<redacted>" in err
     assert b"env has key: False" in out
+    assert SECRET.encode() not in out + err
 
 
-def test_exit_status_of_the_server_is_kept() -> None:
-    proc = launch("import sys; sys.exit(7)")
+def test_exit_status_of_the_server_is_kept(tmp_path: Path) -> None:
+    proc = launch("import sys; sys.exit(7)", tmp_path)
     proc.communicate(timeout=30)
     assert proc.returncode == 7
 
 
-def test_sigterm_is_forwarded_so_the_server_can_drain() -> None:
+def test_sigterm_is_forwarded_so_the_server_can_drain(tmp_path: Path) -> None:
     script = (
         "import signal, sys, time\n"
         "def drain(*_):\n"
@@ -67,7 +75,7 @@ def test_sigterm_is_forwarded_so_the_server_can_drain() -> None:
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    proc = launch(script)
+    proc = launch(script, tmp_path)
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"ready\n"
     started = time.monotonic()
