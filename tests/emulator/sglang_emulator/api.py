@@ -19,6 +19,7 @@ from .settings import Settings
 from .stats import ServerStats
 
 NOT_FOUND = json_response({"detail": "Not Found"}, 404)
+WARMUP_HEADER = "x-sglang-emulator-warmup"
 AUTH_FREE_PREFIXES = ("/health", "/ready", "/metrics", "/emulator/")
 _dumps = json.dumps
 
@@ -273,6 +274,7 @@ class Emulator:
         r = self._new_request(
             text or "", ids, int(params.get("max_new_tokens", 128)), body.get("rid")
         )
+        r.internal = WARMUP_HEADER in req.headers
         if not body.get("stream"):
             await self._run(r)
             out = {
@@ -365,17 +367,13 @@ class Emulator:
                 r = self._new_request(prompt, None, int(body.get("max_tokens") or 128))
                 r.category = category.detect(content, [])
             else:
-                prompt = body.get("prompt")
-                ids = (
-                    prompt
-                    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int)
-                    else None
-                )
-                if ids is None and not isinstance(prompt, str):
+                raw = body.get("prompt")
+                ids = raw if isinstance(raw, list) and raw and isinstance(raw[0], int) else None
+                if ids is None and not isinstance(raw, str):
                     raise RequestError("prompt must be a string or a list of token ids")
                 max_tokens = body.get("max_tokens")
                 r = self._new_request(
-                    prompt if ids is None else "",
+                    raw if isinstance(raw, str) else "",
                     ids,
                     int(16 if max_tokens is None else max_tokens),
                 )

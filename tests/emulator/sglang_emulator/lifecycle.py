@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from .api import Emulator
+from .api import WARMUP_HEADER, Emulator
 from .http import bind_socket, serve_connection
 from .logs import log
 from .phases import Phase
@@ -84,7 +84,9 @@ async def _http(
 ) -> int:
     reader, writer = await asyncio.open_connection(host, port)
     data = json.dumps(body).encode() if body is not None else b""
+    # The header keeps the server's own warm-up out of /emulator/requests (client ground truth).
     head = f"{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n"
+    head += f"{WARMUP_HEADER}: 1\r\n"
     if api_key:
         head += f"authorization: Bearer {api_key}\r\n"
     head += f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .content import OutputStream
+from .logs import log
 from .perf_model import PerfModel, SpecShape
 from .prefix_cache import PrefixCache
 from .settings import Settings
@@ -42,6 +43,7 @@ class GenRequest:
         self.rng = random.Random(key)
         self.out = OutputStream(category, self.rng.randrange(1 << 16))
         self.is_health = is_health
+        self.internal = False  # the server's own warm-up: not in /emulator/requests
         self.arrival = time.time()
         self.cached_tokens = 0
         self.first_token: float | None = None
@@ -119,20 +121,32 @@ class Scheduler:
             return
         if not req.is_health:
             self.served += 1
-            self.records.append(req)
+        self._record(req)
         self.waiting.append(req)
         self._wake.set()
+
+    def _log_prefill(self, batch: list[GenRequest], new_tokens: int, cached: int) -> None:
+        log(
+            f"Prefill batch. #new-seq: {len(batch)}, #new-token: {new_tokens}, "
+            f"#cached-token: {cached}, #running-req: {len(self.running)}, "
+            f"#queue-req: {len(self.waiting)}"
+        )
+
+    def _record(self, req: GenRequest) -> None:
+        if not (req.is_health or req.internal):
+            self.records.append(req)
 
     @property
     def busy(self) -> bool:
         return bool(self.waiting or self.running)
 
     # -- loop ------------------------------------------------------------------------------
-    async def _sleep(self, seconds: float) -> None:
+    async def _sleep(self, seconds: float, catch_up: bool) -> None:
+        """Sleeps one modelled step; with catch_up, back-to-back steps keep a steady cadence
+        (the next starts where the last one ended, absorbing the emulator's own overhead)."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        # Keep a steady cadence under load: the next step starts where the last one ended.
-        start = self._clock if 0.0 <= now - self._clock < 0.005 else now
+        start = self._clock if catch_up and 0.0 <= now - self._clock < 0.005 else now
         self._clock = start + seconds
         delay = self._clock - now
         await asyncio.sleep(delay if delay > 0 else 0)
@@ -166,7 +180,9 @@ class Scheduler:
             batch.append(req)
         if not batch:
             return
-        await self._sleep(self.model.prefill_seconds(new_tokens, cached_total))
+        self._log_prefill(batch, new_tokens, cached_total)
+        # A prefill never starts before its requests arrived: no catch-up.
+        await self._sleep(self.model.prefill_seconds(new_tokens, cached_total), catch_up=False)
         now = time.time()
         for req in batch:
             self.cache.insert(req.prompt_ids)
@@ -182,7 +198,7 @@ class Scheduler:
         total_ctx = 0
         for r in running:
             total_ctx += r.context
-        await self._sleep(self.model.step_seconds(len(running), total_ctx))
+        await self._sleep(self.model.step_seconds(len(running), total_ctx), catch_up=True)
         now = time.time()
         spec = self.spec
         fixed = self.settings.fixed_accept
