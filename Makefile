@@ -37,4 +37,11 @@ demo: image venv
 demo-down:
 	bash scripts/demo.sh down
 
-test: deps venv lint unit molecule
+# Lint, unit and molecule all run even when one fails, so one CI run reports every failure.
+test: deps venv
+	@failed=""; \
+	for target in lint unit molecule; do \
+	  $(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: lint, unit and molecule passed"

@@ -9,7 +9,8 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
 
 IMAGE=${TESTHOST_IMAGE:-localhost/sglang-testhost:bookworm}
 SUITE=bookworm
-# python3-venv and python3-pip: provisioning roles build venvs on the host from local wheels, offline.
+# python3-venv and python3-pip: provisioning roles build venvs on the host from local wheels,
+# offline.
 PACKAGES=(
   systemd systemd-sysv dbus python3 python3-venv python3-pip python3-apt
   sudo iproute2 procps curl ca-certificates
@@ -26,7 +27,8 @@ mkdir -p cache
 exec 9>cache/.test-image.lock
 flock 9
 
-image_hash=$(podman image inspect --format "{{ index .Labels \"$label\" }}" "$IMAGE" 2>/dev/null || true)
+image_hash=$(podman image inspect --format "{{ index .Labels \"$label\" }}" "$IMAGE" 2>/dev/null \
+  || true)
 if [ -f "$tarball" ] && [ "$image_hash" = "$hash" ]; then
   exit 0
 fi
