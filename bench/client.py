@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -21,17 +22,7 @@ _DATA = b"data:"
 _DONE = b"[DONE]"
 _ERROR = b'{"error"'
 _CT_KEY = b'"completion_tokens":'
-
-
-def _leading_int(data: bytes, i: int) -> int:
-    """The non-negative integer at data[i:], after optional spaces (0 when there is none)."""
-    n = len(data)
-    while i < n and data[i] == 32:
-        i += 1
-    j = i
-    while j < n and 48 <= data[j] <= 57:
-        j += 1
-    return int(data[i:j]) if j > i else 0
+_CT_RE = re.compile(rb'"completion_tokens":\s*(\d+)')
 
 
 async def _on_body_sent(
@@ -120,28 +111,39 @@ async def stream_generate(
                 text = (await resp.text())[:300]
                 result.error = f"HTTP {resp.status}: {text}"
                 return
-            async for line in resp.content:
+            buf = b""
+            # Raw reads, split here: one aiohttp call per network read instead of two per
+            # event; events that arrived in the same read share its arrival time.
+            async for piece in resp.content.iter_any():
                 now = perf()
-                if not line.startswith(_DATA):
-                    continue
-                data = line[5:].strip()
-                if data == _DONE:
-                    done = True
-                    break
-                if data.startswith(_ERROR):
+                lines = (buf + piece).split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    if not line.startswith(_DATA):
+                        continue
+                    data = line[5:].strip()
+                    if data == _DONE:
+                        done = True
+                        break
+                    if data.startswith(_ERROR):
+                        last_data = data
+                        done = False
+                        break
+                    # Cheap per chunk: the token count only; the last chunk is parsed in full
+                    # once, at the end. In a JSON string quotes are escaped, so generated text
+                    # cannot fake the key.
+                    m = _CT_RE.match(data, max(data.rfind(_CT_KEY), 0))
+                    if m is None:
+                        continue
+                    ct = int(m.group(1))
                     last_data = data
-                    break
-                # Cheap per chunk: the token count only. The chunk is parsed in full once, at
-                # the end. In a JSON string a quote is escaped, so the text cannot fake the key.
-                k = data.rfind(_CT_KEY)
-                if k < 0:
+                    if ct > last:
+                        times.append(now - st)
+                        counts.append(ct)
+                        last = ct
+                else:
                     continue
-                ct = _leading_int(data, k + len(_CT_KEY))
-                last_data = data
-                if ct > last:
-                    times.append(now - st)
-                    counts.append(ct)
-                    last = ct
+                break
             end = perf()
     except asyncio.CancelledError:
         raise

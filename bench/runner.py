@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ async def run_cell(
     await server.open_connections(cell.concurrency)
     before = await server.scrape_metrics()
     progress.start_cell(cell.cell_id, cell.num_requests)
+    cpu0 = time.process_time()
     results, duration, peak = await run_closed_loop(
         server.session,
         url,
@@ -149,6 +151,8 @@ async def run_cell(
     after = await server.scrape_metrics()
     summary = summarize(results, duration)
     summary["peak_in_flight"] = peak
+    # client CPU seconds while measuring: near `duration_s` means the client was the limit
+    summary["client_cpu_s"] = time.process_time() - cpu0
     summary["warmup_failed"] = sum(1 for r in warm if not r.ok)
     record = {
         "format": RECORD_FORMAT,
