@@ -207,7 +207,7 @@ def aggregate_repetitions(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]
     out["incomplete"] = sum(s.get("incomplete", 0) for s in summaries)
     heads = [headline(s) for s in summaries]
     for name in HEADLINE:
-        vals = [h[name] for h in heads if h[name] is not None]
+        vals = [v for v in (h[name] for h in heads) if v is not None]
         if vals:
             med, mad = median_mad(vals)
             out[f"{name}_median"], out[f"{name}_mad"] = med, mad

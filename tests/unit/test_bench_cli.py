@@ -65,3 +65,24 @@ def test_argparse_rejects_missing_required(capsys):
     with pytest.raises(SystemExit) as e:
         main(["run", "--url", "http://x"])
     assert e.value.code == 2
+
+
+def test_progress_live_line_and_plain_log():
+    import io
+
+    from bench.progress import Progress
+
+    live = io.StringIO()
+    p = Progress(2, 16, stream=live, live=True)
+    p.start_cell("ctx512-c4-out64-random-r0", 8)
+    p.update(3, 4)
+    text = live.getvalue()
+    assert "\r" in text and "requests 3/8 in flight 4" in text and "ETA" in text
+    plain = io.StringIO()
+    q = Progress(2, 16, stream=plain, live=False)
+    q.start_cell("c", 8)
+    q.update(3, 4)
+    q.end_cell("ok")
+    out = plain.getvalue()
+    assert "\r" not in out and "in flight" not in out
+    assert out.count("\n") == 2 and "cell 1/2 done: ok" in out
