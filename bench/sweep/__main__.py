@@ -1,0 +1,166 @@
+"""python -m bench.sweep plan|progress|finish-point|fail-point|report|run|status|wheelhouse|collect
+
+The playbook calls plan, finish-point and fail-point (JSON on stdin) and report; users call
+report (any time, a partial sweep too), run and status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("plan", help="validate, expand, order and split a sweep (JSON on stdin)")
+    s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+    s = sub.add_parser("progress", help="print (and log) the progress line of a sweep")
+    s.add_argument("sweep_dir", type=Path)
+    s.add_argument("--point", help="the point that just finished")
+    s.add_argument("--no-log", action="store_true")
+
+    s = sub.add_parser("finish-point", help="record a complete point (info JSON on stdin)")
+    s.add_argument("sweep_dir", type=Path)
+    s.add_argument("--archive", type=Path, required=True)
+
+    s = sub.add_parser("fail-point", help="record a failed point (info JSON on stdin)")
+    s.add_argument("sweep_dir", type=Path)
+
+    s = sub.add_parser("report", help="summary.csv, report.md and plots of a (partial) sweep")
+    s.add_argument("sweep_dir", type=Path)
+    s.add_argument("--no-plots", action="store_true")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("run", help="run sweep.yml through ansible-runner")
+    s.add_argument("-e", "--extra-vars", action="append", default=[], dest="extra")
+    s.add_argument("-i", "--inventory")
+    s.add_argument("--private-dir", type=Path, default=Path("artifacts/sweep-runner"))
+    s.add_argument("--ident")
+    s.add_argument("--detach", action="store_true", help="start in the background, print ident")
+
+    s = sub.add_parser("status", help="state of a run started by `run`")
+    s.add_argument("ident")
+    s.add_argument("--private-dir", type=Path, default=Path("artifacts/sweep-runner"))
+
+    s = sub.add_parser("wheelhouse", help="build the bench wheelhouse for a host (controller)")
+    s.add_argument("--project", type=Path, required=True)
+    s.add_argument("--cache", type=Path, required=True)
+    s.add_argument("--python-version", required=True)
+    s.add_argument("--machine", required=True)
+
+    s = sub.add_parser("collect", help="pack a point's files on the host")
+    s.add_argument("--url", required=True)
+    s.add_argument("--unit", required=True)
+    s.add_argument("--invocation", required=True)
+    s.add_argument("--records", type=Path, required=True)
+    s.add_argument("--archive", type=Path, required=True)
+    return p
+
+
+def _stdin_json() -> dict:
+    data = json.loads(sys.stdin.read() or "{}")
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object on stdin")
+    return data
+
+
+def _run(a: argparse.Namespace) -> int:
+    if a.command == "plan":
+        from bench.sweep import plan as plan_mod
+        from bench.sweep import progress
+
+        plan = plan_mod.make_plan(_stdin_json())
+        if not a.dry_run:
+            plan_mod.record_run(plan)
+            progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
+        print(json.dumps(plan.to_dict()))
+        return 0
+    if a.command == "progress":
+        from bench.sweep import progress
+
+        text = progress.line(a.sweep_dir, a.point)
+        if not a.no_log:
+            progress.append(a.sweep_dir, text)
+        print(text)
+        return 0
+    if a.command in ("finish-point", "fail-point"):
+        from bench.sweep import progress, record
+
+        info = record.load_info(sys.stdin.read())
+        if a.command == "finish-point":
+            record.finish_point(a.sweep_dir, a.archive, info)
+        else:
+            record.fail_point(a.sweep_dir, info)
+        text = progress.line(a.sweep_dir, info["point"]["id"])
+        progress.append(a.sweep_dir, text)
+        print(text)
+        return 0
+    if a.command == "report":
+        from bench.sweep.report import write_report
+
+        out = write_report(a.sweep_dir, with_plots=not a.no_plots)
+        if a.json:
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"report: {out['report']}\nsummary: {out['summary']}")
+            for line in out["best"]:
+                print(f"best {line}")
+        return 0
+    if a.command == "run":
+        from bench.sweep import runner
+
+        extravars = runner.parse_extravars(a.extra)
+        ident = a.ident or runner.new_ident()
+        if a.detach:
+            pid = runner.run_detached(extravars, a.private_dir.resolve(), ident, a.inventory)
+            print(f"{ident} (pid {pid}); inspect: python -m bench.sweep status {ident}")
+            return 0
+        return runner.run_foreground(extravars, a.private_dir.resolve(), ident, a.inventory)
+    if a.command == "status":
+        from bench.sweep import runner
+
+        print(json.dumps(runner.status(a.private_dir.resolve(), a.ident), indent=1))
+        return 0
+    if a.command == "wheelhouse":
+        from bench.sweep import wheelhouse
+
+        path, built = wheelhouse.build(
+            a.project.resolve(), a.cache.resolve(), a.python_version, a.machine
+        )
+        print(
+            json.dumps(
+                {
+                    "path": str(path),
+                    "name": path.name,
+                    "built": built,
+                    "pip_wheel": wheelhouse.pip_wheel(path),
+                }
+            )
+        )
+        return 0
+    from bench.sweep.collect import collect
+
+    print(collect(a.url, a.unit, a.invocation, a.records, a.archive))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except Exception as e:  # one clear line for the playbook's failure message
+        from bench.sweep.plan import SweepInputError
+
+        kind = "bad sweep input" if isinstance(e, SweepInputError) else type(e).__name__
+        print(f"sweep: {kind}: {e}", file=sys.stderr)
+        return 2 if isinstance(e, SweepInputError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Where a sweep lives on the controller, and what "complete" means.
+
+results/<sweep>/sweep.json            the sweep: bench parameters, points, runs
+results/<sweep>/progress.log          one line per finished point (`tail -F` it)
+results/<sweep>/<point>/point.json    completion marker; the point directory appears whole
+                                      (staged, then renamed into place), so its presence
+                                      means every fetched file is there
+results/<sweep>/<point>/failure.json  the last failed attempt (retried by the next run)
+results/<sweep>/.staging/             half-received points (removed by the next plan)
+results/<sweep>/.attempts/            earlier failed attempts of points that later completed
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from bench.records import write_json
+
+SWEEP_FILE = "sweep.json"
+PROGRESS_LOG = "progress.log"
+POINT_FILE = "point.json"
+FAILURE_FILE = "failure.json"
+STAGING = ".staging"
+ATTEMPTS = ".attempts"
+
+Status = Literal["complete", "failed", "pending"]
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def point_status(sweep_dir: Path, point_id: str) -> Status:
+    pdir = sweep_dir / point_id
+    point = read_json(pdir / POINT_FILE)
+    if point is not None and point.get("status") == "complete":
+        return "complete"
+    if (pdir / FAILURE_FILE).is_file():
+        return "failed"
+    return "pending"
+
+
+def point_dirs(sweep_dir: Path) -> list[Path]:
+    if not sweep_dir.is_dir():
+        return []
+    return sorted(
+        p
+        for p in sweep_dir.iterdir()
+        if p.is_dir()
+        and not p.name.startswith(".")
+        and ((p / POINT_FILE).is_file() or (p / FAILURE_FILE).is_file())
+    )
+
+
+def read_sweep(sweep_dir: Path) -> dict[str, Any] | None:
+    return read_json(sweep_dir / SWEEP_FILE)
+
+
+def write_sweep(sweep_dir: Path, sweep: dict[str, Any]) -> None:
+    write_json(sweep_dir / SWEEP_FILE, sweep)
+
+
+def clear_staging(sweep_dir: Path) -> None:
+    """Points half-received by a killed run: never trusted, always redone."""
+    shutil.rmtree(sweep_dir / STAGING, ignore_errors=True)

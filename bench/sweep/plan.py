@@ -1,0 +1,472 @@
+"""The sweep plan: which server configurations to run, in which order, on which host.
+
+Input (from the playbook, JSON): the command line's logical parameters (`cli`: budget, topk,
+window, algorithm, points, baseline, contexts, concurrency, output_len, requests, categories,
+sweep_name, stop_on_failure), the inventory's defaults for them (`inventory`), the hosts, and
+the results root. Every value is validated before anything runs anywhere.
+
+A point is one server configuration; the bench matrix (contexts x concurrency x output length x
+category) runs inside every point, so bench parameters never cause a restart. Points differ in
+at least one server parameter, so each one costs exactly one restart; they are ordered baseline
+first, then by algorithm, window, topk, budget, so neighbours share as much as possible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.prompt_sets import CATEGORIES
+from bench.sweep import layout
+
+SERVER_KEYS = ("algorithm", "budget", "topk", "window")
+POINT_KEYS = (*SERVER_KEYS, "env")
+ALGORITHMS = ("DFLASH", "DDTREE", "EAGLE3", "NGRAM", "NONE")
+BENCH_LIST_KEYS = ("contexts", "concurrency", "output_len")
+DIALECTS_FILE = (
+    Path(__file__).resolve().parents[2] / "roles" / "sglang_server" / "vars" / "dialects.yml"
+)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SweepInputError(ValueError):
+    """A bad sweep parameter; the message names it and its value."""
+
+
+@dataclass(frozen=True)
+class Point:
+    algorithm: str
+    budget: int
+    topk: int
+    window: int
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.algorithm == "NONE"
+
+    @property
+    def point_id(self) -> str:
+        # budget/topk/window mean nothing with speculation off: not part of the baseline's id
+        base = (
+            "baseline"
+            if self.is_baseline
+            else f"{self.algorithm.lower()}-b{self.budget}-k{self.topk}-w{self.window}"
+        )
+        if self.env:
+            digest = hashlib.sha256(json.dumps(self.env).encode()).hexdigest()[:8]
+            base += f"-env{digest}"
+        return base
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (not self.is_baseline, self.algorithm, self.window, self.topk, self.budget, self.env)
+
+    def server(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "budget": self.budget,
+            "topk": self.topk,
+            "window": self.window,
+            "env": dict(self.env),
+        }
+
+
+@dataclass
+class Rules:
+    """What the host's flag dialect can express (from roles/sglang_server/vars/dialects.yml)."""
+
+    dialect: str
+    algorithms: dict[str, dict[str, Any]] | None  # None: dialect unknown here ("auto")
+    block_size: int = 16
+
+    def check(self, p: Point) -> None:
+        if p.is_baseline or self.algorithms is None:
+            return
+        spec = self.algorithms.get(p.algorithm)
+        if spec is None:
+            known = ", ".join(["NONE", *self.algorithms])
+            raise SweepInputError(
+                f"algorithm={p.algorithm} is not available in dialect {self.dialect} "
+                f"(it has {known})"
+            )
+        budget = spec.get("budget") or {}
+        if budget.get("equals_block_size") and p.budget != self.block_size:
+            raise SweepInputError(
+                f"budget={p.budget} with algorithm={p.algorithm}: {p.algorithm} drafts exactly "
+                f"one block, so budget must equal the drafter's block size {self.block_size}; "
+                f"sweep budgets with algorithm=DDTREE"
+            )
+        topk = spec.get("topk")
+        if topk is None and p.topk != 1:
+            raise SweepInputError(f"topk={p.topk} with algorithm={p.algorithm}: only topk=1")
+        if topk is not None:
+            if "choices" in topk and p.topk not in topk["choices"]:
+                raise SweepInputError(
+                    f"topk={p.topk} with algorithm={p.algorithm} in dialect {self.dialect}: "
+                    f"allowed {topk['choices']}"
+                )
+            if "max" in topk and p.topk > int(topk["max"]):
+                raise SweepInputError(
+                    f"topk={p.topk} with algorithm={p.algorithm}: at most {topk['max']}"
+                )
+        if "window" in spec and p.window < self.block_size:
+            raise SweepInputError(
+                f"window={p.window} is smaller than the drafter's block size {self.block_size}"
+            )
+
+
+def load_rules(dialect: str, extra: dict[str, Any] | None, block_size: int) -> Rules:
+    if not dialect or dialect == "auto":
+        return Rules(dialect or "auto", None, block_size or 16)
+    import yaml  # controller only: the hosts never plan
+
+    table = yaml.safe_load(DIALECTS_FILE.read_text(encoding="utf-8"))
+    dialects = {**table["sglang_server_dialects_builtin"], **(extra or {})}
+    if dialect not in dialects:
+        raise SweepInputError(
+            f"dialect={dialect} is unknown (known: {', '.join(sorted(dialects))})"
+        )
+    return Rules(dialect, dialects[dialect].get("algorithms", {}), block_size or 16)
+
+
+# ---------------------------------------------------------------- value parsing
+
+
+def _absent(raw: Any) -> bool:
+    return raw is None or (isinstance(raw, str) and raw.strip() == "")
+
+
+def _items(raw: Any) -> list[Any]:
+    if isinstance(raw, (list, tuple)):
+        return list(raw)
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list):
+                return parsed
+            text = text.strip("[]")
+        return [p.strip() for p in text.split(",") if p.strip()]
+    return [raw]
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def positive_int(name: str, v: Any) -> int:
+    text = str(v).strip()
+    if isinstance(v, bool) or not (isinstance(v, int) or re.fullmatch(r"[0-9]+[kK]?", text)):
+        raise SweepInputError(f"{name}={v}: not a positive integer")
+    n = int(v) if isinstance(v, int) else int(text.rstrip("kK")) * (1024 if text[-1] in "kK" else 1)
+    if n < 1:
+        raise SweepInputError(f"{name}={v}: not a positive integer")
+    return n
+
+
+def int_list(name: str, raw: Any) -> list[int] | None:
+    if _absent(raw):
+        return None
+    values = _dedupe([positive_int(name, v) for v in _items(raw)])
+    if not values:
+        raise SweepInputError(f"{name}={raw}: empty list")
+    return values
+
+
+def algorithm_list(raw: Any) -> list[str] | None:
+    if _absent(raw):
+        return None
+    out = []
+    for v in _items(raw):
+        name = str(v).strip().upper()
+        if name not in ALGORITHMS:
+            raise SweepInputError(f"algorithm={v}: not one of {', '.join(ALGORITHMS)}")
+        out.append(name)
+    return _dedupe(out)
+
+
+def as_bool(name: str, raw: Any, default: bool) -> bool:
+    if _absent(raw):
+        return default
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise SweepInputError(f"{name}={raw}: not a boolean (true/false)")
+
+
+def env_items(name: str, raw: Any) -> tuple[tuple[str, str], ...]:
+    if _absent(raw):
+        return ()
+    if not isinstance(raw, dict):
+        raise SweepInputError(f"{name}={raw}: must be a mapping of environment variables")
+    for k in raw:
+        if not _ENV_NAME.match(str(k)):
+            raise SweepInputError(f"{name}: {k!r} is not an environment variable name")
+    return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass
+class Defaults:
+    """The inventory's server configuration: what a parameter not swept keeps."""
+
+    algorithm: str
+    budget: int
+    topk: int
+    window: int
+
+    @classmethod
+    def from_inventory(cls, inv: dict[str, Any]) -> Defaults:
+        algos = algorithm_list(inv.get("algorithm") or "DFLASH") or ["DFLASH"]
+        return cls(
+            algorithm=algos[0],
+            budget=positive_int("sglang_server_budget", inv.get("budget", 16)),
+            topk=positive_int("sglang_server_topk", inv.get("topk", 1)),
+            window=positive_int("sglang_server_window", inv.get("window", 2048)),
+        )
+
+
+def _explicit_points(raw: Any, d: Defaults) -> list[Point]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise SweepInputError(f"points={raw}: not a JSON list of mappings") from e
+    if not isinstance(raw, list) or not all(isinstance(p, dict) for p in raw):
+        raise SweepInputError(f"points={raw}: must be a list of mappings")
+    out = []
+    for i, p in enumerate(raw):
+        unknown = sorted(set(p) - set(POINT_KEYS))
+        if unknown:
+            raise SweepInputError(
+                f"points[{i}] has unknown key(s) {', '.join(unknown)} "
+                f"(known: {', '.join(POINT_KEYS)})"
+            )
+        algos = algorithm_list(p.get("algorithm")) or [d.algorithm]
+        if len(algos) != 1:
+            raise SweepInputError(f"points[{i}].algorithm={p['algorithm']}: one value per point")
+        out.append(
+            Point(
+                algorithm=algos[0],
+                budget=positive_int(f"points[{i}].budget", p.get("budget", d.budget)),
+                topk=positive_int(f"points[{i}].topk", p.get("topk", d.topk)),
+                window=positive_int(f"points[{i}].window", p.get("window", d.window)),
+                env=env_items(f"points[{i}].env", p.get("env")),
+            )
+        )
+    return out
+
+
+def _grid(spec: dict[str, Any], d: Defaults) -> list[Point]:
+    algos = algorithm_list(spec.get("algorithm")) or [d.algorithm]
+    budgets = int_list("budget", spec.get("budget")) or [d.budget]
+    topks = int_list("topk", spec.get("topk")) or [d.topk]
+    windows = int_list("window", spec.get("window")) or [d.window]
+    return [Point(a, b, k, w) for a, b, k, w in itertools.product(algos, budgets, topks, windows)]
+
+
+def expand(cli: dict[str, Any], inventory: dict[str, Any]) -> list[Point]:
+    """The sweep's points in run order, validated, duplicates removed."""
+    d = Defaults.from_inventory(inventory)
+    rules = load_rules(
+        str(inventory.get("dialect") or "auto"),
+        inventory.get("dialects_extra") or {},
+        int(inventory.get("block_size") or 0),
+    )
+    grid_given = any(not _absent(cli.get(k)) for k in SERVER_KEYS)
+    points: list[Point] = []
+    if not _absent(cli.get("points")):
+        points += _explicit_points(cli["points"], d)
+    if grid_given:
+        points += _grid(cli, d)
+    if not points:
+        # nothing on the command line: the inventory's sweep grid, else its one configuration
+        grid = inventory.get("grid") or {}
+        if not isinstance(grid, dict):
+            raise SweepInputError(f"sglang_sweep_grid={grid}: must be a mapping")
+        unknown = sorted(set(grid) - set(SERVER_KEYS))
+        if unknown:
+            raise SweepInputError(f"sglang_sweep_grid has unknown key(s) {', '.join(unknown)}")
+        points = _explicit_points(inventory["points"], d) if inventory.get("points") else []
+        points += _grid(grid, d) if grid or not points else []
+    baseline = as_bool(
+        "baseline",
+        cli.get("baseline"),
+        as_bool("sglang_sweep_baseline", inventory.get("baseline"), True),
+    )
+    if baseline and not any(p.is_baseline for p in points):
+        points.append(Point("NONE", d.budget, d.topk, d.window))
+    unique = {p.point_id: p for p in points}
+    for p in unique.values():
+        rules.check(p)
+    return sorted(unique.values(), key=Point.sort_key)
+
+
+def bench_params(cli: dict[str, Any], inventory: dict[str, Any]) -> dict[str, Any]:
+    inv = inventory.get("bench") or {}
+
+    def pick(key: str) -> Any:
+        return cli.get(key) if not _absent(cli.get(key)) else inv.get(key)
+
+    out: dict[str, Any] = {}
+    for key in BENCH_LIST_KEYS:
+        values = int_list(key, pick(key))
+        if values is None:
+            raise SweepInputError(f"{key} is not set (command line or sglang_bench_{key})")
+        out[key] = values
+    requests = pick("requests")
+    out["requests"] = (
+        0 if _absent(requests) or str(requests) == "0" else positive_int("requests", requests)
+    )
+    cats = [str(c).strip() for c in _items(pick("categories") or "random")]
+    bad = [c for c in cats if c not in CATEGORIES]
+    if bad or not cats:
+        raise SweepInputError(
+            f"categories={','.join(cats)}: each must be one of {', '.join(CATEGORIES)}"
+        )
+    out["categories"] = _dedupe(cats)
+    return out
+
+
+def split(points: list[Point], hosts: list[str]) -> dict[str, list[Point]]:
+    """Contiguous, balanced slices in run order (the baseline goes to the first host)."""
+    if not hosts:
+        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
+    per, extra = divmod(len(points), len(hosts))
+    out: dict[str, list[Point]] = {}
+    start = 0
+    for i, host in enumerate(hosts):
+        size = per + (1 if i < extra else 0)
+        out[host] = points[start : start + size]
+        start += size
+    return out
+
+
+def default_name(points: list[Point], bench: dict[str, Any]) -> str:
+    """Deterministic: the same command plans the same sweep, so rerunning it resumes."""
+    key = json.dumps({"points": [p.point_id for p in points], "bench": bench}, sort_keys=True)
+    return "sweep-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+@dataclass
+class Plan:
+    name: str
+    sweep_dir: Path
+    bench: dict[str, Any]
+    points: list[Point]
+    status: dict[str, str]
+    hosts: dict[str, list[Point]]
+    stop_on_failure: bool
+    run_started: float = field(default_factory=time.time)
+
+    @property
+    def pending(self) -> list[Point]:
+        return [p for p in self.points if self.status[p.point_id] != "complete"]
+
+    def summary(self) -> str:
+        complete = sum(1 for s in self.status.values() if s == "complete")
+        retries = sum(1 for s in self.status.values() if s == "failed")
+        busy = sum(1 for v in self.hosts.values() if v)
+        if not self.pending:
+            return f"sweep {self.name}: all {len(self.points)} points complete, nothing to run"
+        return (
+            f"sweep {self.name}: {len(self.points)} points, {complete} complete, "
+            f"{len(self.pending)} to run ({retries} retried after failure) on {busy} host(s)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        def point(p: Point, host: str | None) -> dict[str, Any]:
+            return {
+                "id": p.point_id,
+                "server": p.server(),
+                "baseline": p.is_baseline,
+                "status": self.status[p.point_id],
+                "host": host,
+            }
+
+        host_of = {p.point_id: h for h, ps in self.hosts.items() for p in ps}
+        return {
+            "sweep": {
+                "name": self.name,
+                "dir": str(self.sweep_dir),
+                "bench": self.bench,
+                "stop_on_failure": self.stop_on_failure,
+                "run_started": self.run_started,
+                "total": len(self.points),
+            },
+            "points": [point(p, host_of.get(p.point_id)) for p in self.points],
+            "hosts": {h: [point(p, h) for p in ps] for h, ps in self.hosts.items()},
+            "summary": self.summary(),
+        }
+
+
+def make_plan(inp: dict[str, Any]) -> Plan:
+    cli = inp.get("cli") or {}
+    inventory = inp.get("inventory") or {}
+    hosts = [str(h) for h in inp.get("hosts") or []]
+    points = expand(cli, inventory)
+    bench = bench_params(cli, inventory)
+    name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
+    name = str(name)
+    if not _NAME.match(name):
+        raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
+    sweep_dir = Path(inp.get("results_root") or "results").resolve() / name
+    previous = layout.read_sweep(sweep_dir)
+    if previous and previous.get("bench") != bench:
+        raise SweepInputError(
+            f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
+            f"now {json.dumps(bench)}. Use another sweep_name (or remove {sweep_dir})."
+        )
+    status = {p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points}
+    todo = [p for p in points if status[p.point_id] != "complete"]
+    stop = as_bool(
+        "stop_on_failure",
+        cli.get("stop_on_failure"),
+        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
+    )
+    return Plan(name, sweep_dir, bench, points, status, split(todo, hosts), stop)
+
+
+def record_run(plan: Plan) -> None:
+    """sweep.json: written before any point runs; keeps every point ever planned."""
+    layout.clear_staging(plan.sweep_dir)
+    previous = layout.read_sweep(plan.sweep_dir) or {}
+    known = list(previous.get("points") or [])
+    for p in plan.points:
+        if p.point_id not in [k["id"] for k in known]:
+            known.append({"id": p.point_id, "server": p.server(), "baseline": p.is_baseline})
+    runs = list(previous.get("runs") or [])
+    runs.append(
+        {
+            "started": plan.run_started,
+            "points": [p.point_id for p in plan.points],
+            "to_run": [p.point_id for p in plan.pending],
+            "hosts": {h: [p.point_id for p in ps] for h, ps in plan.hosts.items()},
+        }
+    )
+    layout.write_sweep(
+        plan.sweep_dir,
+        {
+            "name": plan.name,
+            "created": previous.get("created", plan.run_started),
+            "bench": plan.bench,
+            "points": known,
+            "runs": runs,
+        },
+    )

@@ -1,0 +1,94 @@
+"""PNG plots of a sweep (matplotlib, headless): speed-up by budget and topk with one panel per
+context length, and output throughput vs concurrency per point (one panel per context)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+SPEEDUP_PNG = "speedup_by_budget_topk.png"
+THROUGHPUT_PNG = "throughput_vs_concurrency.png"
+
+
+def _panels(n: int) -> tuple[Any, list[Any]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 4.2), squeeze=False)
+    return fig, list(axes[0])
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
+    rows = [r for r in table if r.get("speedup") is not None and r.get("algorithm") != "NONE"]
+    if not rows:
+        return False
+    contexts = sorted({r["context"] for r in rows})
+    fig, axes = _panels(len(contexts))
+    for ax, ctx in zip(axes, contexts, strict=True):
+        lines: dict[tuple[Any, ...], list[tuple[int, float]]] = defaultdict(list)
+        for r in rows:
+            if r["context"] == ctx:
+                key = (r["algorithm"], r["topk"], r["concurrency"], r["output_len"], r["category"])
+                lines[key].append((int(r["budget"]), float(r["speedup"])))
+        for (alg, topk, conc, _out, cat), pts in sorted(lines.items()):
+            pts.sort()
+            ax.plot(
+                [b for b, _ in pts],
+                [s for _, s in pts],
+                marker="o",
+                label=f"{alg} topk={topk} c={conc} {cat}",
+            )
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_title(f"context {ctx}")
+        ax.set_xlabel("budget (draft tokens)")
+        ax.set_ylabel("speed-up vs baseline (output tok/s)")
+        ax.legend(fontsize=7)
+    _save(fig, path)
+    return True
+
+
+def throughput_plot(table: list[dict[str, Any]], path: Path) -> bool:
+    rows = [r for r in table if r.get("output_throughput") is not None]
+    if not rows:
+        return False
+    contexts = sorted({r["context"] for r in rows})
+    fig, axes = _panels(len(contexts))
+    for ax, ctx in zip(axes, contexts, strict=True):
+        lines: dict[tuple[Any, ...], list[tuple[int, float]]] = defaultdict(list)
+        for r in rows:
+            if r["context"] == ctx:
+                key = (r["point"], r["output_len"], r["category"])
+                lines[key].append((int(r["concurrency"]), float(r["output_throughput"])))
+        for (point, _out, cat), pts in sorted(lines.items()):
+            pts.sort()
+            ax.plot([c for c, _ in pts], [t for _, t in pts], marker="o", label=f"{point} {cat}")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"context {ctx}")
+        ax.set_xlabel("concurrency")
+        ax.set_ylabel("output tokens/s")
+        ax.legend(fontsize=7)
+    _save(fig, path)
+    return True
+
+
+def write_plots(sweep_dir: Path, table: list[dict[str, Any]]) -> list[str]:
+    """Writes the plots that have data; returns their file names (relative to sweep_dir)."""
+    out = []
+    if speedup_plot(table, sweep_dir / SPEEDUP_PNG):
+        out.append(SPEEDUP_PNG)
+    if throughput_plot(table, sweep_dir / THROUGHPUT_PNG):
+        out.append(THROUGHPUT_PNG)
+    return out

@@ -1,0 +1,150 @@
+"""Recording a point on the controller: complete (point.json) or failed (failure.json).
+
+A complete point is assembled in .staging/ from the archive fetched from the host, point.json
+written into it last, and the directory renamed into place: a controller killed at any moment
+leaves either no point directory (the point is redone) or a whole one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.records import write_json
+from bench.sweep import layout
+
+RECORDS = "records"
+POINT_FORMAT = 1
+
+
+class RecordError(RuntimeError):
+    pass
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds between two Ansible command timestamps (`%Y-%m-%d %H:%M:%S.%f`)."""
+    if not start or not end:
+        return None
+    fmt = "%Y-%m-%d %H:%M:%S.%f"
+    return (dt.datetime.strptime(end, fmt) - dt.datetime.strptime(start, fmt)).total_seconds()
+
+
+def _safe_extract(archive: Path, dest: Path) -> None:
+    with tarfile.open(archive, "r:*") as tar:
+        for m in tar.getmembers():
+            target = (dest / m.name).resolve()
+            if not (m.isfile() or m.isdir()) or not str(target).startswith(str(dest.resolve())):
+                raise RecordError(f"{archive}: refusing member {m.name!r}")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:
+            tar.extractall(dest)
+
+
+def _timings(info: dict[str, Any], finished: float) -> dict[str, Any]:
+    started = float(info.get("started") or finished)
+    ready = info.get("ready") or {}
+    bench = info.get("bench") or {}
+    load_s = float(ready.get("elapsed") or 0.0)
+    bench_s = seconds_between(bench.get("start"), bench.get("end")) or 0.0
+    wall_s = max(0.0, finished - started)
+    return {
+        "started": started,
+        "finished": finished,
+        "wall_s": round(wall_s, 3),
+        "restarted": bool(info.get("restarted")),
+        "load_s": round(load_s, 3),
+        "bench_s": round(bench_s, 3),
+        "overhead_s": round(max(0.0, wall_s - load_s - bench_s), 3),
+    }
+
+
+def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
+    point = info["point"]
+    pid = point["id"]
+    staging = sweep_dir / layout.STAGING / f"{pid}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        _safe_extract(archive, staging)
+        cells = sorted(
+            p.name[: -len(".json")]
+            for p in (staging / RECORDS).glob("*.json")
+            if not p.name.endswith(".requests.jsonl")
+        )
+        if not cells:
+            raise RecordError(f"point {pid}: the archive from the host holds no bench records")
+        finished = time.time()
+        previous = layout.read_json(sweep_dir / pid / layout.FAILURE_FILE) or {}
+        write_json(
+            staging / layout.POINT_FILE,
+            {
+                "format": POINT_FORMAT,
+                "id": pid,
+                "status": "complete",
+                "sweep": sweep_dir.name,
+                "host": info.get("host"),
+                "server": point.get("server"),
+                "baseline": bool(point.get("baseline")),
+                "bench": info.get("bench_params"),
+                "timings": _timings(info, finished),
+                "ready": {
+                    k: (info.get("ready") or {}).get(k)
+                    for k in ("pid", "invocation", "phases", "elapsed")
+                },
+                "cells": cells,
+                "failed_attempts": int(previous.get("attempt") or 0),
+            },
+        )
+        target = sweep_dir / pid
+        if target.exists():
+            aside = sweep_dir / layout.ATTEMPTS / f"{pid}-{int(finished)}"
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(target, aside)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:
+    point = info["point"]
+    pdir = sweep_dir / point["id"]
+    previous = layout.read_json(pdir / layout.FAILURE_FILE) or {}
+    finished = time.time()
+    journal = info.get("journal") or []
+    if isinstance(journal, str):
+        journal = journal.splitlines()
+    path = pdir / layout.FAILURE_FILE
+    write_json(
+        path,
+        {
+            "format": POINT_FORMAT,
+            "id": point["id"],
+            "status": "failed",
+            "sweep": sweep_dir.name,
+            "host": info.get("host"),
+            "server": point.get("server"),
+            "baseline": bool(point.get("baseline")),
+            "failed_task": info.get("task"),
+            "reason": str(info.get("reason") or "unknown")[:4000],
+            "journal": journal[-200:],
+            "timings": _timings(info, finished),
+            "attempt": int(previous.get("attempt") or 0) + 1,
+        },
+    )
+    return path
+
+
+def load_info(text: str) -> dict[str, Any]:
+    info = json.loads(text)
+    if not isinstance(info, dict) or "point" not in info or "id" not in info["point"]:
+        raise RecordError("point information must be a JSON object with point.id")
+    return info
