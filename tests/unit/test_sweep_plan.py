@@ -1,0 +1,147 @@
+"""bench.sweep.plan: grid expansion, validation, ordering, ids, host split, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_sweep_fakes import INVENTORY, plan_input
+
+from bench.sweep import plan
+from bench.sweep.plan import Point, SweepInputError, make_plan
+
+
+def ids(p: plan.Plan) -> list[str]:
+    return [x.point_id for x in p.points]
+
+
+def test_one_budget_gives_that_point_and_the_baseline(tmp_path: Path) -> None:
+    p = make_plan(plan_input(tmp_path, budget="8"))
+    assert ids(p) == ["baseline", "ddtree-b8-k4-w2048"]
+    assert p.points[0].algorithm == "NONE"
+
+
+def test_baseline_can_be_turned_off(tmp_path: Path) -> None:
+    p = make_plan(plan_input(tmp_path, budget=8, baseline="false"))
+    assert ids(p) == ["ddtree-b8-k4-w2048"]
+
+
+def test_lists_give_the_cartesian_product_in_restart_friendly_order(tmp_path: Path) -> None:
+    p = make_plan(plan_input(tmp_path, budget=[16, 4, 8], topk="4,2"))
+    assert ids(p) == [
+        "baseline",
+        "ddtree-b4-k2-w2048",
+        "ddtree-b8-k2-w2048",
+        "ddtree-b16-k2-w2048",
+        "ddtree-b4-k4-w2048",
+        "ddtree-b8-k4-w2048",
+        "ddtree-b16-k4-w2048",
+    ]
+
+
+def test_json_list_string_and_k_suffix_are_accepted(tmp_path: Path) -> None:
+    p = make_plan(plan_input(tmp_path, budget="[4, 8]", contexts="1k,2k", baseline=False))
+    assert ids(p) == ["ddtree-b4-k4-w2048", "ddtree-b8-k4-w2048"]
+    assert p.bench["contexts"] == [1024, 2048]
+
+
+@pytest.mark.parametrize(
+    ("cli", "named"),
+    [
+        ({"budget": "abc"}, "budget=abc"),
+        ({"topk": "0"}, "topk=0"),
+        ({"window": "-5"}, "window=-5"),
+        ({"budget": True}, "budget=True"),
+        ({"algorithm": "MEDUSA"}, "algorithm=MEDUSA"),
+        ({"baseline": "maybe"}, "baseline=maybe"),
+        ({"contexts": "512,x"}, "contexts=x"),
+        ({"categories": "poetry"}, "categories=poetry"),
+        ({"topk": 32}, "topk=32"),
+        ({"sweep_name": "../up"}, "sweep_name=../up"),
+        ({"points": [{"budget": 4, "color": "red"}]}, "color"),
+    ],
+)
+def test_bad_values_are_named(tmp_path: Path, cli: dict, named: str) -> None:
+    with pytest.raises(SweepInputError, match=named.replace("[", r"\[").replace(".", r"\.")):
+        make_plan(plan_input(tmp_path, **cli))
+
+
+def test_dflash_budget_must_equal_block_size(tmp_path: Path) -> None:
+    inp = plan_input(tmp_path, budget=8, algorithm="DFLASH")
+    with pytest.raises(SweepInputError, match="block size 16"):
+        make_plan(inp)
+    ok = make_plan(plan_input(tmp_path, budget=16, topk=1, algorithm="DFLASH"))
+    assert ids(ok) == ["baseline", "dflash-b16-k1-w2048"]
+
+
+def test_explicit_points_with_env_get_distinct_ids(tmp_path: Path) -> None:
+    pts = [{"budget": 4}, {"budget": 4, "env": {"SGLANG_EMU_FAULT": "crash_loading"}}]
+    p = make_plan(plan_input(tmp_path, points=pts, baseline=False))
+    assert len(p.points) == 2
+    crash = next(x for x in p.points if x.env)
+    assert crash.point_id.startswith("ddtree-b4-k4-w2048-env")
+    assert crash.server()["env"] == {"SGLANG_EMU_FAULT": "crash_loading"}
+
+
+def test_duplicates_collapse(tmp_path: Path) -> None:
+    p = make_plan(plan_input(tmp_path, budget="8,8", points=[{"budget": 8}]))
+    assert ids(p) == ["baseline", "ddtree-b8-k4-w2048"]
+
+
+def test_inventory_grid_is_used_when_nothing_is_given(tmp_path: Path) -> None:
+    inp = plan_input(tmp_path)
+    inp["inventory"] = {**INVENTORY, "grid": {"budget": [4, 8], "topk": [2]}}
+    assert ids(make_plan(inp)) == ["baseline", "ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048"]
+    inp["inventory"] = dict(INVENTORY)
+    assert ids(make_plan(inp)) == ["baseline", "ddtree-b16-k4-w2048"]
+
+
+def test_ids_are_deterministic_and_default_name_follows_the_plan(tmp_path: Path) -> None:
+    a = make_plan(plan_input(tmp_path, budget="4,8"))
+    b = make_plan(plan_input(tmp_path, budget=[8, 4]))
+    c = make_plan(plan_input(tmp_path, budget="4,16"))
+    assert a.name == b.name and a.name.startswith("sweep-")
+    assert c.name != a.name
+
+
+def test_split_keeps_run_order_and_balances() -> None:
+    pts = [Point("DDTREE", b, 4, 2048) for b in range(1, 8)]
+    out = plan.split(pts, ["a", "b", "c"])
+    assert [len(v) for v in out.values()] == [3, 2, 2]
+    assert [p for v in out.values() for p in v] == pts
+    with pytest.raises(SweepInputError, match="no hosts"):
+        plan.split(pts, [])
+
+
+def test_resume_skips_complete_and_retries_failed(tmp_path: Path) -> None:
+    inp = plan_input(tmp_path, budget="4,8", sweep_name="s", hosts=["a", "b"])
+    sweep = tmp_path / "s"
+    (sweep / "baseline").mkdir(parents=True)
+    (sweep / "baseline" / "point.json").write_text('{"status": "complete"}')
+    (sweep / "ddtree-b4-k4-w2048").mkdir()
+    (sweep / "ddtree-b4-k4-w2048" / "failure.json").write_text('{"status": "failed"}')
+    p = make_plan(inp)
+    assert p.status == {
+        "baseline": "complete",
+        "ddtree-b4-k4-w2048": "failed",
+        "ddtree-b8-k4-w2048": "pending",
+    }
+    planned = [x.point_id for v in p.hosts.values() for x in v]
+    assert planned == ["ddtree-b4-k4-w2048", "ddtree-b8-k4-w2048"]
+    assert "1 retried" in p.summary()
+
+
+def test_a_rerun_with_other_bench_parameters_is_refused(tmp_path: Path) -> None:
+    first = make_plan(plan_input(tmp_path, budget=8, sweep_name="s"))
+    plan.record_run(first)
+    with pytest.raises(SweepInputError, match="another sweep_name"):
+        make_plan(plan_input(tmp_path, budget=8, sweep_name="s", contexts="1024"))
+    again = make_plan(plan_input(tmp_path, budget="8,16", sweep_name="s"))
+    plan.record_run(again)
+    sweep = plan.layout.read_sweep(tmp_path / "s")
+    assert sweep is not None and len(sweep["runs"]) == 2
+    assert [x["id"] for x in sweep["points"]] == [
+        "baseline",
+        "ddtree-b8-k4-w2048",
+        "ddtree-b16-k4-w2048",
+    ]

@@ -1,0 +1,80 @@
+"""bench.sweep.record: a point appears whole or not at all; failures are retried and counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_sweep_fakes import archive, evil_archive, info
+
+from bench.sweep import layout, record
+
+SERVER = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048, "env": {}}
+
+
+def test_finish_point_writes_the_files_and_marker(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    arc = archive(tmp_path, 100.0, 4.0)
+    target = record.finish_point(sweep, arc, info("p", SERVER, started=1000.0))
+    assert target == sweep / "p"
+    for name in ("server_info.json", "sglang.service", "journal.log", "records/summary.csv"):
+        assert (target / name).is_file(), name
+    point = json.loads((target / "point.json").read_text())
+    assert point["status"] == "complete"
+    assert len(point["cells"]) == 4
+    assert point["timings"]["bench_s"] == pytest.approx(20.5)
+    assert point["timings"]["load_s"] == pytest.approx(6.0)
+    t = point["timings"]
+    assert t["overhead_s"] == pytest.approx(t["wall_s"] - 26.5, abs=0.01)
+    assert layout.point_status(sweep, "p") == "complete"
+    assert not any((sweep / layout.STAGING).iterdir())
+
+
+def test_an_archive_without_records_is_not_a_point(tmp_path: Path) -> None:
+    import tarfile
+
+    empty = tmp_path / "empty.tar.gz"
+    with tarfile.open(empty, "w:gz"):
+        pass
+    with pytest.raises(record.RecordError, match="no bench records"):
+        record.finish_point(tmp_path / "s", empty, info("p", SERVER, 0.0))
+    assert layout.point_status(tmp_path / "s", "p") == "pending"
+
+
+def test_members_escaping_the_point_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(record.RecordError, match="refusing"):
+        record.finish_point(tmp_path / "s", evil_archive(tmp_path), info("p", SERVER, 0.0))
+    assert not (tmp_path / "s" / "escape.txt").exists()
+
+
+def test_failure_then_success(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    fail = info("p", SERVER, 0.0, reason="server crashed", journal="a\nb\n", task="wait")
+    record.fail_point(sweep, fail)
+    record.fail_point(sweep, fail)
+    failure = json.loads((sweep / "p" / "failure.json").read_text())
+    assert failure["attempt"] == 2
+    assert failure["journal"] == ["a", "b"]
+    assert layout.point_status(sweep, "p") == "failed"
+    record.finish_point(sweep, archive(tmp_path, 100.0, 4.0), info("p", SERVER, 0.0))
+    assert layout.point_status(sweep, "p") == "complete"
+    assert not (sweep / "p" / "failure.json").exists()
+    assert json.loads((sweep / "p" / "point.json").read_text())["failed_attempts"] == 2
+    assert len(list((sweep / layout.ATTEMPTS).iterdir())) == 1
+
+
+def test_staging_left_by_a_killed_run_is_cleared_and_not_a_point(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    half = sweep / layout.STAGING / "p.123"
+    half.mkdir(parents=True)
+    (half / "point.json").write_text('{"status": "complete"}')
+    assert layout.point_status(sweep, "p") == "pending"
+    layout.clear_staging(sweep)
+    assert not (sweep / layout.STAGING).exists()
+
+
+def test_load_info_needs_a_point_id() -> None:
+    with pytest.raises(record.RecordError):
+        record.load_info('{"point": {}}')
+    assert record.load_info('{"point": {"id": "x"}}')["point"]["id"] == "x"
