@@ -155,6 +155,9 @@ def test_nccl_env_keeps_defaults_on_nvlink() -> None:
 def test_os_problem() -> None:
     supported = {"Debian": ["12"], "Ubuntu": ["22.04", "24.04"]}
     assert f.sglang_host_os_problem("Debian", "12", supported) == ""
+    assert f.sglang_host_os_problem("Debian", "12.15", supported, "12") == ""
+    assert f.sglang_host_os_problem("Ubuntu", "24.04", supported, "24") == ""
+    assert "found Ubuntu 20.04" in f.sglang_host_os_problem("Ubuntu", "20.04", supported, "20")
     assert f.sglang_host_os_problem("Debian", "11", supported) == (
         "OS: found Debian 11, need one of Debian 12, Ubuntu 22.04, Ubuntu 24.04"
         " (sglang_host_supported_os)."
