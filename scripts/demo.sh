@@ -3,7 +3,10 @@
 #   scripts/demo.sh [up] [ansible-playbook args...]
 #       builds whatever is missing (system packages, .venv, test image), starts or reuses the
 #       long-lived systemd container `sglang-demo` (127.0.0.1:18080 -> its port 30000), waits for
-#       its systemd, then runs playbooks/demo.yml against inventory/demo.
+#       its systemd, runs playbooks/demo.yml against inventory/demo (the emulator in place of
+#       SGLang, served by sglang_server), then the main job: sweep.yml with the demo sweep defaults
+#       (inventory/demo/group_vars/sglang_servers/sweep.yml), ending with its report. The
+#       ansible-playbook args go to the sweep (e.g. -e budget=8); a rerun resumes the sweep.
 #   scripts/demo.sh down
 #       removes the container.
 set -euo pipefail
@@ -89,7 +92,8 @@ up() {
   fi
 
   wait_for_systemd
-  ansible-playbook -i inventory/demo/hosts.yml playbooks/demo.yml "$@"
+  ansible-playbook -i inventory/demo/hosts.yml playbooks/demo.yml
+  ansible-playbook -i inventory/demo/hosts.yml sweep.yml "$@"
 }
 
 case "$action" in
