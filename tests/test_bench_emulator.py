@@ -26,30 +26,6 @@ FIXED = {
 }
 
 
-# The emulator's listening socket is created with proto 0, so asyncio never sets TCP_NODELAY on
-# its connections, and Nagle's algorithm holds the first streamed chunk until the client's
-# delayed ACK (3-6 ms here). Real SGLang serves through uvicorn on uvloop, which sets
-# TCP_NODELAY. Reported to the emulator's owner; until it is fixed, the timing test loads this
-# shim (a no-op once the emulator sets the option itself).
-_NODELAY_SHIM = """
-import asyncio.base_events as _be
-import socket as _socket
-
-def _set_nodelay(sock):
-    if sock.family in (_socket.AF_INET, _socket.AF_INET6) and sock.type == _socket.SOCK_STREAM:
-        sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-
-_be._set_nodelay = _set_nodelay
-"""
-
-
-def _nodelay_env(tmp_path: Path) -> dict[str, str]:
-    shim = tmp_path / "nodelay-shim"
-    shim.mkdir()
-    (shim / "sitecustomize.py").write_text(_NODELAY_SHIM)
-    return {"PYTHONPATH": f"{shim}{os.pathsep}{ROOT / 'tests' / 'emulator'}"}
-
-
 def _flags(model_dirs: Any, *extra: str, spec: bool = True) -> list[str]:
     flags = ["--model-path", str(model_dirs.model), "--context-length", "8192", *extra]
     if spec:
@@ -95,7 +71,7 @@ def test_timings_and_accept_length_match_ground_truth(
     Prompts are short (64 tokens) for the same reason: the emulator stamps `arrival` after
     parsing, and parses a burst of 16 requests one after the other.
     """
-    emu = start_emulator(_flags(model_dirs), env={**FIXED, **_nodelay_env(tmp_path)})
+    emu = start_emulator(_flags(model_dirs), env=FIXED)
     out = tmp_path / "out"
     rc = _run(
         f"http://127.0.0.1:{emu.port}",
