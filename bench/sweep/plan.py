@@ -433,7 +433,9 @@ def make_plan(inp: dict[str, Any]) -> Plan:
             f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
             f"now {json.dumps(bench)}. Use another sweep_name (or remove {sweep_dir})."
         )
-    status = {p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points}
+    status: dict[str, str] = {
+        p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points
+    }
     todo = [p for p in points if status[p.point_id] != "complete"]
     stop = as_bool(
         "stop_on_failure",
