@@ -1,4 +1,7 @@
-"""Polls the server during a restart and records who answered what (JSON lines), for the race scenario."""
+"""Polls the server during a restart and records who answered what (JSON lines): race scenario.
+
+Stops 2 s after the first answer with the new topk, or after `seconds`.
+"""
 
 import json
 import sys
@@ -7,6 +10,7 @@ import urllib.error
 import urllib.request
 
 url, key, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+new_topk = int(sys.argv[5])
 headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
 
@@ -23,8 +27,9 @@ def call(path: str, body: dict | None = None) -> tuple[int, dict]:
 
 
 deadline = time.time() + seconds
+first_new = None
 with open(out, "w") as sink:
-    while time.time() < deadline:
+    while time.time() < deadline and (first_new is None or time.time() - first_new < 2):
         started = time.time()
         status, info = call("/server_info")
         gen_status, _ = call("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2}})
@@ -34,6 +39,8 @@ with open(out, "w") as sink:
             "topk": info.get("speculative_ddtree_max_topk"),
             "generate": gen_status,
         }
+        if row["topk"] == new_topk and first_new is None:
+            first_new = started
         sink.write(json.dumps(row) + "\n")
         sink.flush()
         time.sleep(0.1)
