@@ -111,6 +111,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    archive.unlink(missing_ok=True)  # everything it held is in the point directory now
     return target
 
 

@@ -29,6 +29,7 @@ def test_finish_point_writes_the_files_and_marker(tmp_path: Path) -> None:
     assert t["overhead_s"] == pytest.approx(t["wall_s"] - 26.5, abs=0.01)
     assert layout.point_status(sweep, "p") == "complete"
     assert not any((sweep / layout.STAGING).iterdir())
+    assert not arc.exists()
 
 
 def test_an_archive_without_records_is_not_a_point(tmp_path: Path) -> None:
