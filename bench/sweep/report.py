@@ -240,7 +240,8 @@ def to_markdown(
         for p in failed:
             lines.append(
                 f"- **{p.point_id}** (attempt {p.meta.get('attempt', '?')}, "
-                f"task {p.meta.get('failed_task') or '?'}): {p.meta.get('reason', '')[:500]}"
+                f"task {p.meta.get('failed_task') or '?'}): "
+                + " / ".join(str(p.meta.get("reason", "")).splitlines()[:3])[:500]
             )
             journal = p.meta.get("journal") or []
             if journal:
