@@ -95,6 +95,6 @@ def status(private_dir: Path, ident: str) -> dict[str, Any]:
         "ident": ident,
         "state": read("status") or "running",
         "rc": int(rc) if rc not in (None, "") else None,
-        "last_progress": progress[-1].rstrip("\x27\"") if progress else None,
+        "last_progress": progress[-1].rstrip('\x27"') if progress else None,
         "artifacts": str(art),
     }
