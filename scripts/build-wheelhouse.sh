@@ -6,7 +6,7 @@
 #   scripts/build-wheelhouse.sh [--dest DIR] [--python 3.11] [--glibc 2.36] [--arch x86_64]
 #                               [--sglang-version 0.5.23 | --fake-sglang] [--no-bench] [REQUIREMENT...]
 #
-#   --dest            output directory (default cache/wheelhouse); replaced whole, atomically
+#   --dest            output directory (default cache/sglang-wheelhouse; cache/wheelhouse is sglang_bench's); replaced whole, atomically
 #   --python, --glibc the host's CPython and glibc (Debian 12: 3.11 and 2.36): cp311 manylinux wheels
 #   --sglang-version  pinned SGLang downloaded with all its dependencies (several GB)
 #   --fake-sglang     TEST ONLY: the emulator-backed sglang 0.5.23 of tests/fake_sglang instead
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dest=cache/wheelhouse
+dest=cache/sglang-wheelhouse
 python_version=3.11
 glibc=2.36
 arch=x86_64
