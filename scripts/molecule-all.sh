@@ -21,13 +21,26 @@ if [ ${#scenarios[@]} -eq 0 ]; then
   exit 1
 fi
 
-# Containers left by an interrupted run would hold the published port or the instance name.
-leftovers=$(podman ps -aq --filter label=owner=molecule)
-if [ -n "$leftovers" ]; then
-  echo "molecule-all: removing leftover molecule containers"
-  # shellcheck disable=SC2086
-  podman rm -f -t 0 $leftovers >/dev/null
-fi
+# Containers left by an interrupted run would hold the published port or the instance name. Only the
+# instances of the scenarios about to run are removed: other runs on this machine keep theirs.
+instances() {
+  python3 - "$1" <<'PY'
+import sys, yaml
+base = yaml.safe_load(open(".config/molecule/config.yml"))
+scenario = yaml.safe_load(open(f"molecule/{sys.argv[1]}/molecule.yml")) or {}
+for platform in scenario.get("platforms") or base.get("platforms") or []:
+    print(platform["name"])
+PY
+}
+remove_instances() {
+  local name
+  for name in $(instances "$1"); do
+    if podman container exists "$name"; then
+      echo "molecule-all: removing leftover container $name"
+      podman rm -f -t 0 "$name" >/dev/null
+    fi
+  done
+}
 
 # The demo host publishes 127.0.0.1:18080 too: when that port is taken, test hosts use the next
 # free one (scenarios reach the host through sglang_testhost_url, never a literal port).
@@ -57,6 +70,7 @@ for name in "${scenarios[@]}"; do
     continue
   fi
   echo "=== molecule test -s $name"
+  remove_instances "$name"
   start=$SECONDS
   if molecule test -s "$name"; then
     passed=$((passed + 1))
@@ -66,7 +80,7 @@ for name in "${scenarios[@]}"; do
     failed_names+=("$name")
     echo "=== $name: FAILED after $((SECONDS - start)) s"
     # molecule destroys on failure by default; make sure nothing blocks the next scenario.
-    podman ps -aq --filter label=owner=molecule | xargs -r podman rm -f -t 0 >/dev/null
+    remove_instances "$name"
   fi
 done
 
