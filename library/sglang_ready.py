@@ -220,8 +220,10 @@ pid:
   returned: always
   type: int
   sample: 48213
-invocation:
-  description: The unit's InvocationID; V(null) in URL-only mode.
+invocation_id:
+  description:
+    - The unit's InvocationID; V(null) in URL-only mode.
+    - Not named C(invocation), which Ansible reserves for the module's arguments.
   returned: always
   type: str
   sample: 6c1a0f2d8e8f4b56b0a6d40c1f0e2f11
@@ -1205,7 +1207,7 @@ class ReadinessChecker:
             "elapsed": round(self.now(), 3),
             "phases": dict(self.phases),
             "pid": state.main_pid if state else None,
-            "invocation": state.invocation if state else None,
+            "invocation_id": state.invocation if state else None,
             "server_info_endpoint": self.server_info_path,
             "health_endpoint": self.health_paths[0],
         }
