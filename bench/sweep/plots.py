@@ -31,6 +31,17 @@ def _save(fig: Any, path: Path) -> None:
     tmp.replace(path)
 
 
+def _series(
+    rows: list[dict[str, Any]], context: Any, key: tuple[str, ...], x: str, y: str
+) -> list[tuple[tuple[Any, ...], list[tuple[int, float]]]]:
+    """One line per distinct `key` among the rows of one context, its points sorted by x."""
+    lines: dict[tuple[Any, ...], list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        if r["context"] == context:
+            lines[tuple(r[k] for k in key)].append((int(r[x]), float(r[y])))
+    return [(k, sorted(pts)) for k, pts in sorted(lines.items())]
+
+
 def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
     rows = [r for r in table if r.get("speedup") is not None and r.get("algorithm") != "NONE"]
     if not rows:
@@ -38,13 +49,8 @@ def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
     contexts = sorted({r["context"] for r in rows})
     fig, axes = _panels(len(contexts))
     for ax, ctx in zip(axes, contexts, strict=True):
-        lines: dict[tuple[Any, ...], list[tuple[int, float]]] = defaultdict(list)
-        for r in rows:
-            if r["context"] == ctx:
-                key = (r["algorithm"], r["topk"], r["concurrency"], r["output_len"], r["category"])
-                lines[key].append((int(r["budget"]), float(r["speedup"])))
-        for (alg, topk, conc, _out, cat), pts in sorted(lines.items()):
-            pts.sort()
+        key = ("algorithm", "topk", "concurrency", "output_len", "category")
+        for (alg, topk, conc, _out, cat), pts in _series(rows, ctx, key, "budget", "speedup"):
             ax.plot(
                 [b for b, _ in pts],
                 [s for _, s in pts],
@@ -67,13 +73,8 @@ def throughput_plot(table: list[dict[str, Any]], path: Path) -> bool:
     contexts = sorted({r["context"] for r in rows})
     fig, axes = _panels(len(contexts))
     for ax, ctx in zip(axes, contexts, strict=True):
-        lines: dict[tuple[Any, ...], list[tuple[int, float]]] = defaultdict(list)
-        for r in rows:
-            if r["context"] == ctx:
-                key = (r["point"], r["output_len"], r["category"])
-                lines[key].append((int(r["concurrency"]), float(r["output_throughput"])))
-        for (point, _out, cat), pts in sorted(lines.items()):
-            pts.sort()
+        key = ("point", "output_len", "category")
+        for (point, _out, cat), pts in _series(rows, ctx, key, "concurrency", "output_throughput"):
             ax.plot([c for c, _ in pts], [t for _, t in pts], marker="o", label=f"{point} {cat}")
         ax.set_xscale("log", base=2)
         ax.set_title(f"context {ctx}")
