@@ -74,6 +74,13 @@ up() {
   fi
 
   if ! container_exists; then
+    # Rootful podman publishes a port with DNAT rules and lets a second container publish it too;
+    # the two would then answer for each other.
+    if podman ps --format '{{.Names}} {{.Ports}}' | grep -q '127\.0\.0\.1:18080->'; then
+      echo "demo: 127.0.0.1:18080 is published by another container (a molecule run?):" >&2
+      podman ps --format '  {{.Names}} {{.Ports}}' | grep '127\.0\.0\.1:18080->' >&2
+      return 1
+    fi
     echo "demo: starting $NAME from $IMAGE"
     if ! podman run -d --name "$NAME" "${RUN_OPTS[@]}" --label "$SPEC_LABEL=$spec" \
       "$IMAGE" /sbin/init >/dev/null; then

@@ -44,9 +44,14 @@ remove_instances() {
 
 # The demo host publishes 127.0.0.1:18080 too: when that port is taken, test hosts use the next
 # free one (scenarios reach the host through sglang_testhost_url, never a literal port).
+# Rootful podman publishes ports with firewall DNAT rules and binds no socket, so a bind test alone
+# misses a port another container publishes: ask podman too.
+podman_ports=$(podman ps --format '{{.Ports}}' 2>/dev/null | tr ',' '\n' \
+  | sed -n 's/.*:\([0-9][0-9]*\)->.*/\1/p')
 port_free() {
-  python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
-    2>/dev/null
+  ! grep -qx "$1" <<<"$podman_ports" \
+    && python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
+      2>/dev/null
 }
 if [ -z "${SGLANG_TESTHOST_PORT:-}" ]; then
   for candidate in $(seq 18080 18099); do
@@ -58,6 +63,11 @@ if [ -z "${SGLANG_TESTHOST_PORT:-}" ]; then
   [ "${SGLANG_TESTHOST_PORT:-18080}" = 18080 ] \
     || echo "molecule-all: 127.0.0.1:18080 is taken, test hosts publish $SGLANG_TESTHOST_PORT"
 fi
+
+# Each scenario's output is kept so that the end of the run can repeat why a scenario failed: CI
+# shows the head and the tail of a long log, and the failing task is usually in neither.
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
 
 passed=0
 failed=0
@@ -72,18 +82,30 @@ for name in "${scenarios[@]}"; do
   echo "=== molecule test -s $name"
   remove_instances "$name"
   start=$SECONDS
-  if molecule test -s "$name"; then
+  if molecule test -s "$name" 2>&1 | tee "$logdir/$name.log"; then
     passed=$((passed + 1))
     echo "=== $name: passed in $((SECONDS - start)) s"
   else
     failed=$((failed + 1))
     failed_names+=("$name")
     echo "=== $name: FAILED after $((SECONDS - start)) s"
+    {
+      echo "--- containers, and the controller's NAT rules for port $SGLANG_TESTHOST_PORT:"
+      podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}'
+      nft list ruleset 2>/dev/null | grep -E "dport $SGLANG_TESTHOST_PORT( |$)" || true
+    } 2>&1 | tee -a "$logdir/$name.log"
     # molecule destroys on failure by default; make sure nothing blocks the next scenario.
     remove_instances "$name"
   fi
 done
 
+# Kept short: this is the part of a long CI log that is sure to be shown.
+for name in "${failed_names[@]}"; do
+  [ -f "$logdir/$name.log" ] || continue
+  echo "=== $name: why it failed"
+  grep -E '^\[ERROR\]|CRITICAL|Executed: Failed' "$logdir/$name.log" | cut -c1-400 | head -n 8
+  sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 8
+done
 [ "$failed" -gt 0 ] && echo "molecule-all: failed: ${failed_names[*]}"
 echo "molecule: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
