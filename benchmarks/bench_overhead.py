@@ -116,7 +116,8 @@ def start_emulator(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
+            # SGLang's /health generates a token and polls for it once a second.
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
                 if r.status == 200:
                     return proc, url
         except OSError:

@@ -110,8 +110,10 @@ options:
         the detection lag; C(/ready) checks the same state (start-up done, not draining) and the
         probe generation (5) covers what its one-token generation adds.
       - V(ready) and V(health) ask only that endpoint.
-      - Check mode never asks C(/health_generate) (it generates); it uses C(/ready), else
-        C(/health).
+      - Check mode never asks C(/health_generate); it uses C(/ready), else C(/health). SGLang
+        answers a bare C(/health) with a one-token health generation of its own unless
+        E(SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION) is false (its default is true), which only
+        builds without C(/ready) (before 0.5.20) get from check mode.
     type: str
     choices: [auto, ready, health_generate, health]
     default: auto
@@ -125,8 +127,8 @@ attributes:
     description:
       - A single read-only pass (unit state, port, C(/server_info), C(/ready) or C(/health));
         never waits,
-        never sends a generation, returns RV(ready) and does not fail because the server is not
-        ready.
+        never sends the probe generation (5), returns RV(ready) and does not fail because the
+        server is not ready.
   diff_mode:
     support: none
   platform:

@@ -138,13 +138,39 @@ def test_hang_after_n_requests(start_emulator: StartEmulator, model_dirs: ModelD
     emu = start_emulator(
         dflash(model_dirs),
         env={"SGLANG_EMU_FAULT": "hang_after:2", "SGLANG_HEALTH_CHECK_TIMEOUT": "2",
-             "SGLANG_EMU_TIME_SCALE": "0"},
+             "SGLANG_EMU_TIME_SCALE": "0", "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION": "false"},
     )  # fmt: skip
     assert emu.post("/generate", GEN).status == 200  # the 2nd, counting the warm-up
     assert emu.get("/health").status == 200
     with pytest.raises(TimeoutError):
         emu.post("/generate", GEN, timeout=1.5)
-    assert emu.get("/health").status == 200  # still "healthy"
+    assert emu.get("/health").status == 200  # generation off: still "healthy"
     start = time.monotonic()
     assert emu.get("/health_generate", timeout=10).status == 503
     assert time.monotonic() - start >= 1.9  # only after SGLANG_HEALTH_CHECK_TIMEOUT
+
+
+def test_health_generates_by_default_like_sglang(
+    start_emulator: StartEmulator, model_dirs: ModelDirs
+):
+    # SGLang's SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is an EnvBool defaulting to true: a bare
+    # /health waits for a generated token, so a hung scheduler turns it 503.
+    emu = start_emulator(
+        dflash(model_dirs),
+        env={"SGLANG_EMU_FAULT": "hang_after:1", "SGLANG_HEALTH_CHECK_TIMEOUT": "2",
+             "SGLANG_EMU_TIME_SCALE": "0"},
+    )  # fmt: skip
+    start = time.monotonic()
+    assert emu.get("/health", timeout=10).status == 503
+    assert time.monotonic() - start >= 1.9
+
+
+def test_health_generation_flag_values(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    emu = start_emulator(
+        dflash(model_dirs),
+        env={"SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION": "sometimes"},
+    )
+    # SGLang parses the variable per request: the server starts, the request fails.
+    assert emu.get("/health").status == 500
+    assert '"sometimes" is not a valid boolean value' in emu.log()
+    assert emu.get("/health_generate", timeout=10).status == 200

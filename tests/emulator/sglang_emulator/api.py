@@ -15,7 +15,7 @@ from .perf_model import SpecShape
 from .phases import Phase
 from .prefix_cache import PrefixCache
 from .scheduler import GenRequest, Scheduler
-from .settings import Settings
+from .settings import Settings, env_bool
 from .stats import ServerStats
 
 NOT_FOUND = json_response({"detail": "Not Found"}, 404)
@@ -92,8 +92,14 @@ class Emulator:
             return Response(503)
         if self._starting_or_draining():
             return Response(503)
-        if req.path == "/health" and not self.settings.health_endpoint_generation:
-            return Response(200)
+        if req.path == "/health":
+            try:
+                generate = env_bool(self.settings.health_endpoint_generation_raw, default=True)
+            except ValueError as e:
+                log(f"Exception in ASGI application: ValueError: {e}")
+                return text_response("Internal Server Error", 500)
+            if not generate:
+                return Response(200)
         return await self._health_generate()
 
     async def _health_generate(self) -> Response:

@@ -18,6 +18,18 @@ def _opt_float(env: dict[str, str], name: str) -> float | None:
     return float(raw) if raw else None
 
 
+def env_bool(raw: str, default: bool) -> bool:
+    """SGLang's EnvBool: unset is the default; anything but these words is an error."""
+    value = raw.lower()
+    if not value:
+        return default
+    if value in ("true", "1", "yes", "y"):
+        return True
+    if value in ("false", "0", "no", "n"):
+        return False
+    raise ValueError(f'"{value}" is not a valid boolean value')
+
+
 @dataclass(frozen=True)
 class Fault:
     kind: str = "none"  # none | crash_loading | warmup_fail | hang_after
@@ -47,7 +59,9 @@ class Settings:
     fixed_accept: float | None = None
     health_check_timeout: float = 20.0
     warmup_timeout: float = 600.0
-    health_endpoint_generation: bool = False
+    # The raw SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: SGLang reads it (default true in 0.5.11,
+    # 0.5.19 and 0.5.23) on every /health request, so a bad value fails the request, not the start.
+    health_endpoint_generation_raw: str = ""
     ddtree_max_topk: int = 6
 
     @property
@@ -64,7 +78,6 @@ class Settings:
         version = e.get("SGLANG_EMU_VERSION", "").strip() or "0.5.23"
         if version not in VERSIONS:
             raise ValueError(f"SGLANG_EMU_VERSION: unknown version {version!r}")
-        gen = e.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "").strip().lower()
         return cls(
             version=version,
             load_seconds=_float(e, "SGLANG_EMU_LOAD_SECONDS", 3.0),
@@ -78,6 +91,6 @@ class Settings:
             fixed_accept=_opt_float(e, "SGLANG_EMU_FIXED_ACCEPT"),
             health_check_timeout=_float(e, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0),
             warmup_timeout=_float(e, "SGLANG_WARMUP_TIMEOUT", 600.0),
-            health_endpoint_generation=gen in ("1", "true", "yes", "on"),
+            health_endpoint_generation_raw=e.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", ""),
             ddtree_max_topk=int(_float(e, "SGLANG_DDTREE_MAX_TOPK", 6)),
         )
