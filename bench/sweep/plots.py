@@ -4,6 +4,7 @@ context length, and output throughput vs concurrency per point (one panel per co
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,32 @@ def _series(
     return [(k, sorted(pts)) for k, pts in sorted(lines.items())]
 
 
-def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
-    rows = [r for r in table if r.get("speedup") is not None and r.get("algorithm") != "NONE"]
+def _plot_per_context(
+    rows: list[dict[str, Any]],
+    path: Path,
+    xlabel: str,
+    ylabel: str,
+    draw: Callable[[Any, Any], None],
+) -> bool:
+    """One panel per context length, `draw(ax, context)` filling each; False when no rows."""
     if not rows:
         return False
     contexts = sorted({r["context"] for r in rows})
     fig, axes = _panels(len(contexts))
     for ax, ctx in zip(axes, contexts, strict=True):
+        draw(ax, ctx)
+        ax.set_title(f"context {ctx}")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    _save(fig, path)
+    return True
+
+
+def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
+    rows = [r for r in table if r.get("speedup") is not None and r.get("algorithm") != "NONE"]
+
+    def draw(ax: Any, ctx: Any) -> None:
         key = ("algorithm", "topk", "concurrency", "output_len", "category")
         for (alg, topk, conc, _out, cat), pts in _series(rows, ctx, key, "budget", "speedup"):
             ax.plot(
@@ -58,31 +78,22 @@ def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
                 label=f"{alg} topk={topk} c={conc} {cat}",
             )
         ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-        ax.set_title(f"context {ctx}")
-        ax.set_xlabel("budget (draft tokens)")
-        ax.set_ylabel("speed-up vs baseline (output tok/s)")
-        ax.legend(fontsize=7)
-    _save(fig, path)
-    return True
+
+    return _plot_per_context(
+        rows, path, "budget (draft tokens)", "speed-up vs baseline (output tok/s)", draw
+    )
 
 
 def throughput_plot(table: list[dict[str, Any]], path: Path) -> bool:
     rows = [r for r in table if r.get("output_throughput") is not None]
-    if not rows:
-        return False
-    contexts = sorted({r["context"] for r in rows})
-    fig, axes = _panels(len(contexts))
-    for ax, ctx in zip(axes, contexts, strict=True):
+
+    def draw(ax: Any, ctx: Any) -> None:
         key = ("point", "output_len", "category")
         for (point, _out, cat), pts in _series(rows, ctx, key, "concurrency", "output_throughput"):
             ax.plot([c for c, _ in pts], [t for _, t in pts], marker="o", label=f"{point} {cat}")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"context {ctx}")
-        ax.set_xlabel("concurrency")
-        ax.set_ylabel("output tokens/s")
-        ax.legend(fontsize=7)
-    _save(fig, path)
-    return True
+
+    return _plot_per_context(rows, path, "concurrency", "output tokens/s", draw)
 
 
 def write_plots(sweep_dir: Path, table: list[dict[str, Any]]) -> list[str]:
