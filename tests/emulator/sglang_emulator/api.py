@@ -15,7 +15,7 @@ from .perf_model import SpecShape
 from .phases import Phase
 from .prefix_cache import PrefixCache
 from .scheduler import GenRequest, Scheduler
-from .settings import Settings, env_bool
+from .settings import Settings
 from .stats import ServerStats
 
 NOT_FOUND = json_response({"detail": "Not Found"}, 404)
@@ -43,6 +43,7 @@ class Emulator:
         self.cache = PrefixCache(enabled=not args.get("disable_radix_cache"))
         self.scheduler: Scheduler | None = None
         self._scheduler_task: asyncio.Task[None] | None = None
+        self._warned_health_env = False
 
     def start_scheduler(self) -> None:
         self.scheduler = Scheduler(self.settings, self.spec, self.args, self.stats, self.cache)
@@ -93,12 +94,11 @@ class Emulator:
         if self._starting_or_draining():
             return Response(503)
         if req.path == "/health":
-            try:
-                generate = env_bool(self.settings.health_endpoint_generation_raw, default=True)
-            except ValueError as e:
-                log(f"Exception in ASGI application: ValueError: {e}")
-                return text_response("Internal Server Error", 500)
-            if not generate:
+            warning = self.settings.health_endpoint_generation_warning
+            if warning and not self._warned_health_env:
+                log(f"UserWarning: {warning}")  # Python shows a warning once per place
+                self._warned_health_env = True
+            if not self.settings.health_endpoint_generation:
                 return Response(200)
         return await self._health_generate()
 

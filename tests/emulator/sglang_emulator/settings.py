@@ -18,16 +18,21 @@ def _opt_float(env: dict[str, str], name: str) -> float | None:
     return float(raw) if raw else None
 
 
-def env_bool(raw: str, default: bool) -> bool:
-    """SGLang's EnvBool: unset is the default; anything but these words is an error."""
+def _env_bool(env: dict[str, str], name: str, default: bool) -> tuple[bool, str | None]:
+    """SGLang's EnvBool read through EnvField.get(): unset is the default, and so is a value
+    other than these words, with a warning. Returns the value and that warning, if any."""
+    raw = env.get(name)
+    if raw is None:
+        return default, None
     value = raw.lower()
-    if not value:
-        return default
     if value in ("true", "1", "yes", "y"):
-        return True
+        return True, None
     if value in ("false", "0", "no", "n"):
-        return False
-    raise ValueError(f'"{value}" is not a valid boolean value')
+        return False, None
+    return default, (
+        f'Invalid value for {name}: "{value}" is not a valid boolean value, using default'
+        f' "{default}"'
+    )
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,10 @@ class Settings:
     fixed_accept: float | None = None
     health_check_timeout: float = 20.0
     warmup_timeout: float = 600.0
-    # The raw SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: SGLang reads it (default true in 0.5.11,
-    # 0.5.19 and 0.5.23) on every /health request, so a bad value fails the request, not the start.
-    health_endpoint_generation_raw: str = ""
+    # SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: true by default in SGLang 0.5.11, 0.5.19 and
+    # 0.5.23. SGLang reads it on a /health request, so its warning for a bad value comes then.
+    health_endpoint_generation: bool = True
+    health_endpoint_generation_warning: str | None = None
     ddtree_max_topk: int = 6
 
     @property
@@ -76,6 +82,9 @@ class Settings:
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         e = dict(os.environ if env is None else env)
         version = e.get("SGLANG_EMU_VERSION", "").strip() or "0.5.23"
+        health_gen, health_gen_warning = _env_bool(
+            e, "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", default=True
+        )
         if version not in VERSIONS:
             raise ValueError(f"SGLANG_EMU_VERSION: unknown version {version!r}")
         return cls(
@@ -91,6 +100,7 @@ class Settings:
             fixed_accept=_opt_float(e, "SGLANG_EMU_FIXED_ACCEPT"),
             health_check_timeout=_float(e, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0),
             warmup_timeout=_float(e, "SGLANG_WARMUP_TIMEOUT", 600.0),
-            health_endpoint_generation_raw=e.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", ""),
+            health_endpoint_generation=health_gen,
+            health_endpoint_generation_warning=health_gen_warning,
             ddtree_max_topk=int(_float(e, "SGLANG_DDTREE_MAX_TOPK", 6)),
         )
