@@ -2,7 +2,12 @@
 
 How exact lengths are reached (never with a guessed tokenizer):
 
-1. `random`: uniformly drawn token ids sent as `input_ids`: the length is exact by construction.
+1. `random`: token ids drawn uniformly (with replacement) from the served model's own
+   vocabulary, sent as `input_ids`: the length is exact by construction. The vocabulary is the
+   set of distinct ids the server's `/tokenize` gives for the bench's corpora; a server without
+   `/tokenize` falls back to `range(vocab_size)` of the model's `config.json`, read on this host
+   from the `model_path` the server reports. Neither: a clear error, never a guessed id range
+   (an id at or above the model's vocabulary size crashes SGLang's scheduler).
 2. Text categories (`code`, `prose`, `math`), server with `/tokenize` (SGLang): the category's
    corpus is tokenized once by the server, and each request gets a window of exactly `context`
    ids of that stream, starting at its own offset (so no two requests share a cacheable
@@ -22,14 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from bench.errors import BenchError
+
 CATEGORIES = ("random", "code", "prose", "math")
-# Token ids drawn for the random set: above the special tokens of common vocabularies and below
-# the smallest vocabulary sizes in use (32k).
-RANDOM_ID_RANGE = (1000, 30000)
+TEXT_CATEGORIES = ("code", "prose", "math")
 _TOKENIZE_PIECE_CHARS = 16_000
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
 
@@ -38,6 +44,10 @@ class TokenServer(Protocol):
     async def tokenize(self, texts: list[str]) -> list[list[int]] | None: ...
 
     async def count_prompt_tokens(self, text: str) -> int: ...
+
+    async def vocab_size(self) -> int:
+        """The served model's vocabulary size; raises a BenchError when it cannot be known."""
+        ...
 
 
 @dataclass
@@ -126,13 +136,12 @@ def corpus(category: str, seed: int = 0) -> str:
     raise ValueError(f"no text corpus for category {category!r}")
 
 
-def random_prompts(context: int, n: int, seed: int) -> list[Prompt]:
+def random_prompts(vocab: Sequence[int], context: int, n: int, seed: int) -> list[Prompt]:
+    """n prompts of `context` ids drawn uniformly, with replacement, from `vocab`."""
+    if not vocab:
+        raise ValueError("empty vocabulary")
     rng = random.Random(seed)
-    lo, hi = RANDOM_ID_RANGE
-    return [
-        Prompt(input_ids=[rng.randrange(lo, hi) for _ in range(context)], tokens=context)
-        for _ in range(n)
-    ]
+    return [Prompt(input_ids=rng.choices(vocab, k=context), tokens=context) for _ in range(n)]
 
 
 def windows(stream: list[int], context: int, n: int, seed: int) -> list[Prompt]:
@@ -189,6 +198,7 @@ class PromptBuilder:
         self.seed = seed
         self.parallel = parallel
         self._streams: dict[str, list[int] | None] = {}
+        self._vocab: tuple[list[int], str] | None = None
         self.method: dict[str, str] = {}
 
     async def _stream(self, category: str) -> list[int] | None:
@@ -202,10 +212,40 @@ class PromptBuilder:
             self._streams[category] = [t for p in ids for t in p] if ids else None
         return self._streams[category]
 
+    async def random_vocabulary(self) -> tuple[list[int], str]:
+        """The ids the random category draws from, and how they were found (cached).
+
+        Raises a BenchError when the server has no /tokenize and the model's vocabulary size
+        cannot be read: out-of-range ids would crash the server's scheduler."""
+        if self._vocab is None:
+            seen: set[int] = set()
+            for category in TEXT_CATEGORIES:
+                stream = await self._stream(category)
+                if not stream:
+                    seen.clear()
+                    break
+                seen.update(stream)
+            if seen:
+                self._vocab = (
+                    sorted(seen),
+                    f"random input_ids from the {len(seen)} distinct ids of the server's "
+                    "/tokenize of the corpora",
+                )
+            else:
+                size = await self.server.vocab_size()
+                if size <= 0:
+                    raise BenchError(f"the served model reports vocab_size {size}")
+                self._vocab = (
+                    list(range(size)),
+                    f"random input_ids in [0, {size}) (config.json vocab_size; no /tokenize)",
+                )
+        return self._vocab
+
     async def build(self, category: str, context: int, n: int, seed: int) -> list[Prompt]:
         if category == "random":
-            self.method[category] = "random input_ids"
-            return random_prompts(context, n, seed)
+            vocab, how = await self.random_vocabulary()
+            self.method[category] = how
+            return random_prompts(vocab, context, n, seed)
         stream = await self._stream(category)
         if stream:
             self.method[category] = "server /tokenize, input_ids windows"

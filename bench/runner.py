@@ -204,6 +204,9 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         server = Server(session, cfg.url, cfg.api_key)
         await preflight(server, cfg)
         builder = PromptBuilder(server, seed=cfg.seed)
+        # fails here, before any load, when the random category cannot be built
+        if any(c.category == "random" and c.cell_id in pending for c in cells):
+            await builder.random_vocabulary()
         for cell in cells:
             if cell.cell_id not in pending:
                 progress.skip(cell.cell_id, cell.num_requests)

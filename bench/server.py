@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -91,6 +92,16 @@ def metrics_diff(before: dict[str, float], after: dict[str, float]) -> dict[str,
 def _sum_prefix(d: dict[str, float], name: str) -> float | None:
     vals = [v for k, v in d.items() if k == name or k.startswith(name + "{")]
     return sum(vals) if vals else None
+
+
+def config_vocab_size(cfg: Any) -> int | None:
+    """vocab_size of a Hugging Face config.json (top level, or its language model's part)."""
+    if not isinstance(cfg, dict):
+        return None
+    for part in (cfg, cfg.get("text_config"), cfg.get("llm_config"), cfg.get("language_config")):
+        if isinstance(part, dict) and isinstance(part.get("vocab_size"), int):
+            return int(part["vocab_size"])
+    return None
 
 
 class Server:
@@ -179,6 +190,33 @@ class Server:
         if len(texts) == 1 and tokens and isinstance(tokens[0], int):
             tokens = [tokens]
         return [list(map(int, t)) for t in tokens]
+
+    async def vocab_size(self) -> int:
+        """The served model's vocabulary size, from the `config.json` in the `model_path` the
+        server reports (/model_info, else /server_info), read on this host. The fallback of
+        the random category when the server has no /tokenize; raises ServerError naming what
+        is missing."""
+        path: str | None = None
+        for endpoint in ("/model_info", "/get_model_info"):
+            status, data = await self._json("GET", endpoint)
+            if status == 200 and isinstance(data, dict) and data.get("model_path"):
+                path = str(data["model_path"])
+                break
+        if path is None:
+            path = (await self.server_info()).get("model_path")
+        why = "the server has no /tokenize, and the model's vocabulary size is unknown here"
+        hint = "the random category needs one of them; the text categories do not"
+        if not path:
+            raise ServerError(f"{why}: the server reports no model_path ({hint})")
+        cfg_file = Path(path) / "config.json"
+        try:
+            cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ServerError(f"{why}: cannot read {cfg_file}: {e} ({hint})") from e
+        size = config_vocab_size(cfg)
+        if size is None:
+            raise ServerError(f"{why}: {cfg_file} has no vocab_size ({hint})")
+        return size
 
     async def flush_cache(self, timeout_s: float = 60.0) -> bool:
         """POST /flush_cache. SGLang refuses (400) while requests are running: retry until idle."""

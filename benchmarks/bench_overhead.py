@@ -86,7 +86,9 @@ def prepare(sglang_python: Path) -> tuple[Path, Path]:
 
 def start_emulator(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     (tmp / "model").mkdir()
-    (tmp / "model" / "config.json").write_text(json.dumps({"max_position_embeddings": 65536}))
+    (tmp / "model" / "config.json").write_text(
+        json.dumps({"max_position_embeddings": 65536, "vocab_size": 129280})
+    )
     port = free_port()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -133,6 +133,8 @@ def _make_model_dirs(root: Path, block_size: int | None = 16) -> ModelDirs:
                 "architectures": ["DeepseekV3ForCausalLM"],
                 "model_type": "deepseek_v3",
                 "max_position_embeddings": 16384,
+                # DeepSeek-V3's: the bench's random category falls back to it without /tokenize
+                "vocab_size": 129280,
             }
         )
     )

@@ -1,5 +1,8 @@
+import json
+
 import pytest
 
+from bench.errors import ServerError
 from bench.server import REDACTED, metrics_diff, parse_prometheus, redact
 
 
@@ -55,3 +58,61 @@ def test_metrics_diff_counters_gauges_and_derived():
     assert not any("_bucket" in k for k in d["delta"])
     assert d["derived"]["accept_length"] == pytest.approx(3.0)
     assert d["derived"]["time_to_first_token_seconds_mean"] == pytest.approx(0.2)
+
+
+async def _vocab_server(routes: dict[str, object]):
+    """An in-process server answering GET `path` with the JSON in `routes` (404 otherwise)."""
+    import aiohttp
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from bench.server import Server
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path not in routes:
+            return web.Response(status=404)
+        return web.json_response(routes[request.path])
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    ts = TestServer(app)
+    await ts.start_server()
+    session = aiohttp.ClientSession()
+    return ts, session, Server(session, str(ts.make_url("")), None)
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [({"vocab_size": 438}, 438), ({"text_config": {"vocab_size": 262208}}, 262208)],
+)
+async def test_vocab_size_from_model_info_config_json(tmp_path, config, expected):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ts, session, srv = await _vocab_server({"/model_info": {"model_path": str(tmp_path)}})
+    try:
+        assert await srv.vocab_size() == expected
+    finally:
+        await session.close()
+        await ts.close()
+
+
+async def test_vocab_size_falls_back_to_server_info_model_path(tmp_path):
+    (tmp_path / "config.json").write_text('{"vocab_size": 1000}')
+    ts, session, srv = await _vocab_server({"/server_info": {"model_path": str(tmp_path)}})
+    try:
+        assert await srv.vocab_size() == 1000
+    finally:
+        await session.close()
+        await ts.close()
+
+
+@pytest.mark.parametrize("config", [None, '{"hidden_size": 8}'])
+async def test_vocab_size_unknown_is_an_error_naming_the_file(tmp_path, config):
+    if config is not None:
+        (tmp_path / "config.json").write_text(config)
+    ts, session, srv = await _vocab_server({"/model_info": {"model_path": str(tmp_path)}})
+    try:
+        with pytest.raises(ServerError, match=r"no /tokenize.*config\.json"):
+            await srv.vocab_size()
+    finally:
+        await session.close()
+        await ts.close()
