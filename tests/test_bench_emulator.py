@@ -158,7 +158,10 @@ def test_exact_context_lengths_per_category_and_metrics_diff(start_emulator, mod
         s, cell = rec["summary"], rec["cell"]
         assert s["prompt_tokens_min"] == s["prompt_tokens_max"] == cell["context"]
         for r in records.load_requests(out, cell["cell_id"]):
-            assert truth[r["rid"]]["cached_tokens"] == 0  # flushed after prompt building
+            # Flushed after prompt building: nothing of it stays cached. Windows of the server's
+            # /tokenize stream may still share a leading token or two within a cell, which a
+            # radix cache (SGLang's, the emulator's) matches.
+            assert truth[r["rid"]]["cached_tokens"] < 8
         derived = rec["server_metrics"]["derived"]
         assert derived["accept_length"] == pytest.approx(s["accept_length"])
         assert rec["server_info"]["version"]

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from . import category, metrics, tokenizer
-from .http import Connection, Request, Response, json_response, text_response
+from .http import Connection, Request, Response, bare_response, json_response
 from .logs import log
 from .perf_model import SpecShape
 from .phases import Phase
@@ -22,6 +22,44 @@ NOT_FOUND = json_response({"detail": "Not Found"}, 404)
 WARMUP_HEADER = "x-sglang-emulator-warmup"
 AUTH_FREE_PREFIXES = ("/health", "/ready", "/metrics", "/emulator/")
 _dumps = json.dumps
+
+# SGLang 0.5.23's /model_info "embedding" block for a generation model (recorded from the real
+# server; tests/fixtures/real_sglang/0.5.23/requests.json).
+_BCG_BATCH_SIZES = [4 * i for i in range(1, 9)] + list(range(48, 257, 16))
+_BCG_BATCH_SIZES += list(range(288, 513, 32)) + list(range(576, 1025, 64))
+_BCG_BATCH_SIZES += list(range(1280, 4097, 256))
+EMBEDDING_INFO: dict[str, Any] = {
+    "family": "none",
+    "task": "none",
+    "execution": "none",
+    "attention": "none",
+    "pooling": "model_defined",
+    "normalize": False,
+    "postprocessor": "none",
+    "tokenizer_special_tokens": "model_default",
+    "supports_dimensions": False,
+    "supports_token_embeddings": False,
+    "supports_multimodal": False,
+    "requires_embedding_flag": False,
+    "auto_enable_embedding": False,
+    "bcg_eligibility": "disabled",
+    "safe_disable_kv_cache": False,
+    "safe_disable_radix_cache": False,
+    "safe_disable_chunked_prefill": False,
+    "enabled": False,
+    "matryoshka_dimensions": [],
+    "bcg": {
+        "prefill_backend": "disabled",
+        "enabled": False,
+        "capture_token_budget": 4096,
+        "capture_batch_sizes": _BCG_BATCH_SIZES,
+    },
+    "cache": {
+        "kv_cache_disabled": False,
+        "radix_cache_disabled": False,
+        "chunked_prefill_disabled": False,
+    },
+}
 
 
 class RequestError(ValueError):
@@ -38,12 +76,14 @@ class Emulator:
         self.phase = Phase.LOADING
         self.startup_time: dict[str, Any] = {}
         self.model_config: dict[str, Any] = {}
+        self.model_context_length = 0  # from config.json; used when --context-length is unset
         self.spec = SpecShape.from_args(args)
         self.stats = ServerStats()
         self.cache = PrefixCache(enabled=not args.get("disable_radix_cache"))
         self.scheduler: Scheduler | None = None
         self._scheduler_task: asyncio.Task[None] | None = None
         self._warned_health_env = False
+        self.unhealthy = False  # a health check timed out (SGLang's ServerStatus.UnHealthy)
 
     def start_scheduler(self) -> None:
         self.scheduler = Scheduler(self.settings, self.spec, self.args, self.stats, self.cache)
@@ -56,7 +96,7 @@ class Emulator:
 
     @property
     def context_len(self) -> int:
-        return int(self.args["context_length"])
+        return int(self.args["context_length"] or self.model_context_length)
 
     @property
     def model_name(self) -> str:
@@ -78,10 +118,10 @@ class Emulator:
             return json_response({"detail": "Method Not Allowed"}, 405)
         try:
             return await getattr(self, name)(req, conn)
-        except RequestError as e:
+        except RequestError as e:  # SGLang's /generate: {"error": {"message": ...}}
             return json_response({"error": {"message": str(e)}}, 400)
-        except (ValueError, TypeError) as e:  # malformed JSON or fields
-            return json_response({"error": {"message": f"Invalid request: {e}"}}, 400)
+        except (ValueError, TypeError) as e:  # malformed JSON: FastAPI's validation error
+            return self._openai_error(f"1 validation error: {e}", error_type="Bad Request")
 
     # -- health and readiness --------------------------------------------------------------
     def _starting_or_draining(self) -> bool:
@@ -90,16 +130,16 @@ class Emulator:
     async def health(self, req: Request, conn: Connection) -> Response:
         if self.phase == Phase.DRAINING:
             log("Health check request received during shutdown. Returning 503.")
-            return Response(503)
+            return bare_response(503)
         if self._starting_or_draining():
-            return Response(503)
+            return bare_response(503)
         if req.path == "/health":
             warning = self.settings.health_endpoint_generation_warning
             if warning and not self._warned_health_env:
                 log(f"UserWarning: {warning}")  # Python shows a warning once per place
                 self._warned_health_env = True
             if not self.settings.health_endpoint_generation:
-                return Response(200)
+                return bare_response(200)
         return await self._health_generate()
 
     async def _health_generate(self) -> Response:
@@ -112,17 +152,18 @@ class Emulator:
         while time.time() < tic + timeout:
             await asyncio.sleep(min(1.0, timeout))
             if self.sched.last_output > tic or probe.finished:
-                return Response(200)
+                return bare_response(200)
         log(
             "Health check failed. Server couldn't get a response from detokenizer for last "
             f"{timeout} seconds."
         )
-        return Response(503)
+        self.unhealthy = True
+        return bare_response(503)
 
     async def ready(self, req: Request, conn: Connection) -> Response:
         if not self.settings.has_ready_endpoint:
             return NOT_FOUND
-        return Response(200 if self.phase == Phase.READY else 503)
+        return bare_response(200 if self.phase == Phase.READY else 503)
 
     # -- information -----------------------------------------------------------------------
     async def models(self, req: Request, conn: Connection) -> Response:
@@ -155,13 +196,28 @@ class Emulator:
                 "has_audio_understanding": False,
                 "model_type": cfg.get("model_type"),
                 "architectures": cfg.get("architectures"),
+                **({"embedding": EMBEDDING_INFO} if self.settings.version_at_least_0_5_23 else {}),
             }
         )
 
     def internal_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {
             "last_gen_throughput": self.stats.last_gen_throughput,
-            "memory_usage": {"weight": 73.5, "kvcache": 40.2, "token_capacity": 1_000_000},
+            "memory_usage": {
+                "weight": 73.5,
+                "kvcache": 40.2,
+                "startup_available": 139.52,
+                "token_capacity": 1_000_000,
+                "token_capacity_swa": None,
+                "graph": {
+                    "prefill": 0.0,
+                    "decode": 3.2,
+                    "target_verify": 0.0,
+                    "draft_prefill": 0.0,
+                    "draft_decode": 0.0,
+                    "draft_extend": 0.0,
+                },
+            },
         }
         avg = self.stats.avg_accept_length
         if self.spec.enabled and avg is not None:
@@ -192,14 +248,36 @@ class Emulator:
     async def flush_cache(self, req: Request, conn: Connection) -> Response:
         if self.sched.busy:
             log("Cache not flushed because there are pending requests.")
-            return text_response("Flush cache failed.\n", 400)
+            return bare_response(400, "Flush cache failed.\n")
         self.cache.flush()
         self.stats.reset_accept()
         log("Cache flushed successfully!")
-        return text_response(
+        return bare_response(
+            200,
             "Cache flushed.\nPlease check backend logs for more details. (When there are "
-            "running or waiting requests, the operation will not be performed.)\n"
+            "running or waiting requests, the operation will not be performed.)\n",
         )
+
+    async def tokenize(self, req: Request, conn: Connection) -> Response:
+        """POST /tokenize and /v1/tokenize: {"tokens", "count", "max_model_len"} like SGLang's
+        OpenAI-compatible tokenizer endpoint; a list of prompts gives lists."""
+        body = req.json()
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if isinstance(prompt, str):
+            ids = tokenizer.encode(prompt)
+            return json_response(
+                {"tokens": ids, "count": len(ids), "max_model_len": self.context_len}
+            )
+        if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+            lists = [tokenizer.encode(p) for p in prompt]
+            return json_response(
+                {
+                    "tokens": lists,
+                    "count": [len(t) for t in lists],
+                    "max_model_len": self.context_len,
+                }
+            )
+        return self._openai_error("prompt must be a string or a list of strings")
 
     async def metrics(self, req: Request, conn: Connection) -> Response:
         if not self.args.get("enable_metrics"):
@@ -240,19 +318,46 @@ class Emulator:
         cat = category.detect(prompt_text if prompt_ids is None else "", ids)
         return GenRequest(ids, max_new, cat, self.settings.seed, rid=rid)
 
-    def meta_info(self, r: GenRequest, finished: bool) -> dict[str, Any]:
+    def meta_info(
+        self, r: GenRequest, finished: bool, stream_first: bool = False
+    ) -> dict[str, Any]:
+        """SGLang 0.5.23's meta_info keys, in its order: timing keys only in the last answer,
+        `response_sent_to_client_ts` also in a stream's first chunk."""
         n = r.completion_tokens
+        first = r.first_token or time.time()
         meta: dict[str, Any] = {
             "id": r.rid,
             "finish_reason": {"type": "length", "length": n} if finished else None,
             "prompt_tokens": len(r.prompt_ids),
             "weight_version": "default",
+            "num_retractions": 0,
+            "storage_prefetch_wait": 0.0,
+            "storage_staging_wait": 0.0,
+            "forward_entry_time": r.arrival,
+            "prefill_finished_time": first,
+            "queue_time": 0.0,
             "reasoning_tokens": 0,
             "completion_tokens": n,
             "cached_tokens": r.cached_tokens,
         }
         if finished:
-            meta["e2e_latency"] = (r.finish or time.time()) - r.arrival
+            meta["weight_versions"] = [{"version": "default", "start": 0, "end": n}]
+        meta["cached_tokens_details"] = (
+            {"device": r.cached_tokens, "host": 0} if r.cached_tokens else None
+        )
+        meta["dp_rank"] = None
+        if stream_first and not finished:
+            meta["response_sent_to_client_ts"] = time.time()
+        if finished:
+            end = r.finish or time.time()
+            meta["e2e_latency"] = end - r.arrival
+            meta["request_received_ts"] = r.arrival
+            meta["first_token_latency"] = first - r.arrival
+            meta["api_server_dispatch_finish_ts"] = r.arrival
+            meta["response_sent_to_client_ts"] = end
+            meta["request_finished_ts"] = end
+            decode_s = end - first
+            meta["decode_throughput"] = (n - 1) / decode_s if n > 1 and decode_s > 0 else 0.0
             if self.spec.enabled and r.verify_ct > 0:
                 proposed = r.verify_ct * self.spec.proposed_per_step
                 meta["spec_accept_rate"] = r.correct_drafts / proposed if proposed else 0.0
@@ -291,12 +396,15 @@ class Emulator:
             return json_response(out)
         conn.start_stream()
 
+        sent = [0]
+
         def on_chunk(g: GenRequest, delta: str, finished: bool) -> bool:
             chunk = {
                 "text": g.out.text,
                 "output_ids": g.out.ids,
-                "meta_info": self.meta_info(g, finished),
+                "meta_info": self.meta_info(g, finished, stream_first=not sent[0]),
             }
+            sent[0] += 1
             return conn.send(b"data: " + _dumps(chunk).encode() + b"\n\n")
 
         r.on_chunk = on_chunk
@@ -307,25 +415,44 @@ class Emulator:
 
     # -- OpenAI-compatible -------------------------------------------------------------------
     @staticmethod
-    def _openai_error(message: str, status: int = 400) -> Response:
+    def _openai_error(
+        message: str, status: int = 400, error_type: str = "BadRequestError"
+    ) -> Response:
         err = {
             "object": "error",
             "message": message,
-            "type": "BadRequestError",
+            "type": error_type,
             "param": None,
             "code": status,
         }
         return json_response(err, status)
 
     @staticmethod
-    def _usage(r: GenRequest) -> dict[str, Any]:
+    def _usage(r: GenRequest, stream_completion: bool = False) -> dict[str, Any]:
+        """SGLang 0.5.23's usage; a /v1/completions stream's usage chunk has no *_details."""
         p, c = len(r.prompt_ids), r.completion_tokens
+        if stream_completion:
+            return {
+                "prompt_tokens": p,
+                "total_tokens": p + c,
+                "completion_tokens": c,
+                "reasoning_tokens": 0,
+            }
         return {
             "prompt_tokens": p,
             "total_tokens": p + c,
             "completion_tokens": c,
             "prompt_tokens_details": None,
             "reasoning_tokens": 0,
+            "completion_tokens_details": None,
+        }
+
+    @staticmethod
+    def _metadata(r: GenRequest) -> dict[str, Any]:
+        n = r.completion_tokens
+        return {
+            "weight_version": "default",
+            "weight_versions": [{"version": "default", "start": 0, "end": n}],
         }
 
     def _sglext(self, r: GenRequest, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -397,7 +524,6 @@ class Emulator:
                         "role": "assistant",
                         "content": r.out.text,
                         "reasoning_content": None,
-                        "tool_calls": None,
                     },
                     "logprobs": None,
                     "finish_reason": "length",
@@ -418,7 +544,7 @@ class Emulator:
                 "model": model,
                 "choices": [choice],
                 "usage": self._usage(r),
-                "metadata": None,
+                "metadata": self._metadata(r),
             }
             ext = self._sglext(r, body)
             if ext:
@@ -433,43 +559,37 @@ class Emulator:
         def sse(payload: dict[str, Any]) -> bool:
             return conn.send(b"data: " + _dumps(payload).encode() + b"\n\n")
 
-        if chat:
-            sse(
-                {
-                    **head,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": {"role": "assistant", "content": ""},
-                            "logprobs": None,
-                            "finish_reason": None,
-                        }
-                    ],
-                }
-            )
+        def chat_chunk(delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
+            choice = {
+                "index": 0,
+                "delta": {"reasoning_content": None, **delta},
+                "logprobs": None,
+                "finish_reason": reason,
+                "matched_stop": None,
+            }
+            return {**head, "choices": [choice]}
+
+        if chat:  # SGLang 0.5.23: the role chunk first, its own content chunk
+            sse(chat_chunk({"role": "assistant", "content": ""}, None))
 
         def on_chunk(g: GenRequest, delta: str, finished: bool) -> bool:
-            reason = "length" if finished else None
+            # Chat: content chunks carry no finish_reason; a content-less chunk ends the choice.
+            # Completions: the last text chunk carries the finish_reason, every chunk "usage".
             if chat:
-                choice = {
-                    "index": 0,
-                    "delta": {"content": delta},
-                    "logprobs": None,
-                    "finish_reason": reason,
-                    "matched_stop": None,
-                }
-            else:
-                choice = {
-                    "index": 0,
-                    "text": delta,
-                    "logprobs": None,
-                    "finish_reason": reason,
-                    "matched_stop": None,
-                }
-            payload: dict[str, Any] = {**head, "choices": [choice]}
-            if opts.get("continuous_usage_stats"):
-                payload["usage"] = self._usage(g)
-            return sse(payload)
+                payload = chat_chunk({"content": delta}, None)
+                if opts.get("continuous_usage_stats"):
+                    payload["usage"] = self._usage(g)
+                ok = sse(payload)
+                return sse(chat_chunk({}, "length")) if finished and ok else ok
+            choice = {
+                "index": 0,
+                "text": delta,
+                "logprobs": None,
+                "finish_reason": "length" if finished else None,
+                "matched_stop": None,
+            }
+            usage = self._usage(g) if opts.get("continuous_usage_stats") else None
+            return sse({**head, "choices": [choice], "usage": usage})
 
         r.on_chunk = on_chunk
         await self._run(r)
@@ -477,7 +597,7 @@ class Emulator:
         if ext:
             sse({**head, "choices": [], "sglext": ext})
         if opts.get("include_usage"):
-            sse({**head, "choices": [], "usage": self._usage(r)})
+            sse({**head, "choices": [], "usage": self._usage(r, stream_completion=not chat)})
         conn.send(b"data: [DONE]\n\n")
         conn.end_stream()
         return None
@@ -495,6 +615,8 @@ ROUTES: dict[str, tuple[tuple[str, ...], str]] = {
     "/get_server_info": (GET, "server_info"),
     "/flush_cache": (("GET", "POST"), "flush_cache"),
     "/metrics": (GET, "metrics"),
+    "/tokenize": (("POST",), "tokenize"),
+    "/v1/tokenize": (("POST",), "tokenize"),
     "/generate": (POST, "generate"),
     "/v1/completions": (("POST",), "completions"),
     "/v1/chat/completions": (("POST",), "chat_completions"),

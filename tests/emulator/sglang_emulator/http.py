@@ -30,7 +30,7 @@ class Request:
 class Response:
     status: int = 200
     body: bytes = b""
-    content_type: str = "application/json"
+    content_type: str | None = "application/json"  # None: no header (Starlette's bare Response)
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -40,6 +40,12 @@ def json_response(obj: Any, status: int = 200) -> Response:
 
 def text_response(text: str, status: int = 200) -> Response:
     return Response(status, text.encode(), "text/plain; charset=utf-8")
+
+
+def bare_response(status: int = 200, text: str = "") -> Response:
+    """Like Starlette's `Response(content, status_code)` without a media type: no content-type
+    header (SGLang's /health, /ready and /flush_cache answer so)."""
+    return Response(status, text.encode(), None)
 
 
 class Connection:
@@ -61,7 +67,9 @@ class Connection:
         return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
     def send_response(self, resp: Response) -> None:
-        headers = {"content-type": resp.content_type, "content-length": str(len(resp.body))}
+        headers = {"content-length": str(len(resp.body))}
+        if resp.content_type is not None:
+            headers["content-type"] = resp.content_type
         headers.update(resp.headers)
         self.writer.write(self._head(resp.status, headers) + resp.body)
 

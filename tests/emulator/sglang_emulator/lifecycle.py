@@ -39,10 +39,11 @@ def load(emu: Emulator) -> None:
     t0 = time.monotonic()
     weights_s, graph_s = 0.7 * s.load_seconds, 0.3 * s.load_seconds
     emu.model_config = _read_model_config(str(args["model_path"]))
-    if args["context_length"] is None:
-        args["context_length"] = int(
-            emu.model_config.get("max_position_embeddings") or DEFAULT_CONTEXT_LENGTH
-        )
+    # SGLang keeps server_args.context_length as given (null in /server_info when unset) and
+    # takes the model's own limit from config.json.
+    emu.model_context_length = int(
+        emu.model_config.get("max_position_embeddings") or DEFAULT_CONTEXT_LENGTH
+    )
     log("Load weight begin. avail mem=139.52 GB")
     for i in range(SHARDS + 1):
         pct = 100 * i // SHARDS
@@ -75,7 +76,16 @@ def load(emu: Emulator) -> None:
         "load_weight": load_weight,
         "kv_cache_allocation": 0.0,
         "scheduler_e2e": time.monotonic() - t0,
-        "cuda_graph": {"target": graph, "draft": 0.0},
+        # SGLang 0.5.23's keys (draft_* are 0 without a drafter)
+        "cuda_graph": {
+            "prefill": 0.0,
+            "decode": graph,
+            "target_verify": 0.0,
+            "draft_prefill": 0.0,
+            "draft_decode": 0.0,
+            "draft_extend": 0.0,
+        },
+        "tokenizer_e2e": time.monotonic() - t0,
     }
 
 
@@ -140,13 +150,14 @@ async def serve(emu: Emulator) -> int:
     log(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    drain_tasks: list[asyncio.Task[None]] = []
 
     def on_signal(signame: str) -> None:
         if emu.phase == Phase.DRAINING:
             return
         emu.phase = Phase.DRAINING
         log(f"{signame} received. Draining requests and shutting down...")
-        loop.call_later(emu.settings.drain_seconds, stop.set)
+        drain_tasks.append(loop.create_task(drain(emu, stop)))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig.name)
@@ -154,8 +165,29 @@ async def serve(emu: Emulator) -> int:
     warm_task = loop.create_task(warm_up(emu, warm_host))
     await stop.wait()
     warm_task.cancel()
-    log(
-        "Gracefully exiting... Remaining number of requests "
-        f"{len(emu.sched.running) + len(emu.sched.waiting)}."
-    )
     return 0
+
+
+async def drain(emu: Emulator, stop: asyncio.Event) -> None:
+    """SGLang's sigterm_watchdog: every interval (SGLang: 5 s; SGLANG_EMU_DRAIN_SECONDS here)
+    count the requests still in flight, new ones included (they are still accepted), and exit
+    at the first check that finds none, or at once when a health check has failed. SGLang's
+    first check comes at its watchdog's next 5 s tick (0-5 s after the signal); the emulator
+    takes the worst case, one full interval after the signal."""
+    interval = max(emu.settings.drain_seconds, 0.0)
+    while True:
+        await asyncio.sleep(interval)
+        sched = emu.sched
+        # Health probes leave rid_to_state when their check ends; they never hold the drain.
+        pending = (*sched.running, *sched.waiting, *sched.hung)
+        remaining = [r.rid for r in pending if not r.is_health]
+        if emu.unhealthy:
+            log("Signal SIGTERM received while health check failed. Force exiting.")
+            break
+        log(
+            f"Gracefully exiting... Remaining number of requests {len(remaining)}. "
+            f"Remaining requests remaining_rids={remaining}."
+        )
+        if not remaining:
+            break
+    stop.set()

@@ -75,6 +75,10 @@ class Settings:
         return VERSIONS[self.version]
 
     @property
+    def version_at_least_0_5_23(self) -> bool:
+        return self.version not in ("0.5.11", "0.5.19")
+
+    @property
     def has_ready_endpoint(self) -> bool:
         return self.version not in ("0.5.11", "0.5.19")
 
