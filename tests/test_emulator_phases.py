@@ -179,3 +179,36 @@ def test_health_generation_flag_values(start_emulator: StartEmulator, model_dirs
         'Invalid value for SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: "sometimes" is not a valid'
         ' boolean value, using default "True"' in emu.log()
     )
+
+
+def test_drain_waits_for_hung_requests_until_a_health_check_fails(
+    start_emulator: StartEmulator, model_dirs: ModelDirs
+):
+    # SGLang's sigterm_watchdog waits while requests remain, hung ones included, but exits at
+    # its next check once a health check has failed ("Force exiting").
+    emu = start_emulator(
+        dflash(model_dirs),
+        env={"SGLANG_EMU_FAULT": "hang_after:1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1",
+             "SGLANG_EMU_TIME_SCALE": "0", "SGLANG_EMU_DRAIN_SECONDS": "0.3",
+             "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION": "false"},
+    )  # fmt: skip
+    with pytest.raises(TimeoutError):
+        emu.post("/generate", GEN, timeout=0.5)  # hangs, stays in flight
+    emu.signal(signal.SIGTERM)
+    time.sleep(1.2)  # four checks
+    assert emu.proc.poll() is None
+    assert "Remaining number of requests 1." in emu.log()
+    # Again, with a health check that fails (hung scheduler) before the signal.
+    emu.signal(signal.SIGKILL)
+    emu.wait_exit()
+    emu = start_emulator(
+        dflash(model_dirs),
+        env={"SGLANG_EMU_FAULT": "hang_after:1", "SGLANG_HEALTH_CHECK_TIMEOUT": "1",
+             "SGLANG_EMU_TIME_SCALE": "0", "SGLANG_EMU_DRAIN_SECONDS": "0.3"},
+    )  # fmt: skip
+    with pytest.raises(TimeoutError):
+        emu.post("/generate", GEN, timeout=0.5)
+    assert emu.get("/health_generate", timeout=5).status == 503  # the check fails
+    emu.signal(signal.SIGTERM)
+    assert emu.wait_exit(timeout=5) == 0
+    assert "Signal SIGTERM received while health check failed. Force exiting." in emu.log()
