@@ -187,6 +187,8 @@ def test_request_conforms(emulator: EmulatorProcess, rec: dict[str, Any]) -> Non
         }
         if rec["name"] == "metrics_after_generation":  # histograms appear once streams ran
             assert set(METRICS_READ) <= names, "the recording lacks a metric the project reads"
+        if "sglang:spec_verify_calls_total" not in names:  # speculation off: no series
+            assert "sglang:spec_verify_calls_total" not in emu_names
         read = [m for m in METRICS_READ if m in names]
         assert [m for m in read if m not in emu_names] == [], "metric series the project reads"
         emu_types = dict(

@@ -77,14 +77,17 @@ def render(stats: ServerStats, sched: Scheduler, model_name: str, startup: dict[
         stats.accept_rate,
         base,
     )
-    _metric(
-        out,
-        "sglang:spec_verify_calls_total",
-        "counter",
-        "Number of verify calls.",
-        stats.verify_calls,
-        base,
-    )
+    if stats.verify_calls > 0:  # SGLang increments it only for spec_verify_ct > 0, and its
+        # multiprocess collector shows no series before the first increment (speculation off:
+        # never), so bench's accept_length stays undefined there too
+        _metric(
+            out,
+            "sglang:spec_verify_calls_total",
+            "counter",
+            "Number of verify calls.",
+            stats.verify_calls,
+            base,
+        )
     _metric(
         out,
         "sglang:generation_tokens_total",
