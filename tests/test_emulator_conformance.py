@@ -271,14 +271,19 @@ def test_drain_conforms(start_emulator: StartEmulator, tiny_model: Path) -> None
     seen["new_generate"] = set()
     auth = {"authorization": f"Bearer {API_KEY}"}
     while thread.is_alive():
-        for probe, path in (
-            ("health", "/health"),
-            ("ready", "/ready"),
-            ("v1_models", "/v1/models"),
-        ):
-            seen[probe].add(emu.get(path, headers=auth).status)
-        new = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
-        seen["new_generate"].add(emu.post("/generate", new, headers=auth).status)
+        try:
+            for probe, path in (
+                ("health", "/health"),
+                ("ready", "/ready"),
+                ("v1_models", "/v1/models"),
+            ):
+                seen[probe].add(emu.get(path, headers=auth).status)
+            new = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+            seen["new_generate"].add(emu.post("/generate", new, headers=auth).status)
+        except OSError:  # refused: only allowed once the stream got its last frame
+            thread.join(5)
+            assert stream["done"], "the emulator stopped serving before the stream ended"
+            break
         time.sleep(0.1)
     real_during = {
         probe: {row[probe] for row in DRAIN["timeline"] if row["stream_running"] and probe in row}
@@ -298,5 +303,5 @@ def test_drain_conforms(start_emulator: StartEmulator, tiny_model: Path) -> None
     assert 0 <= real_after <= DRAIN["source_poll_interval_s"] + 3
     assert DRAIN["port_closed_after_sigterm_s"] > real_stream["ended_after_sigterm_s"]
     after = exited - stream["ended"]
-    assert 0 <= after <= poll + 1.0, f"exit {after:.2f} s after the last request"
+    assert 0 <= after <= poll + 2.0, f"exit {after:.2f} s after the last request"
     assert exited - term >= stream["ended"] - term
