@@ -10,8 +10,10 @@ Ours is `bench`'s own code (`bench.runner.run_benchmark`, random category: its r
 mean TTFT and the server-side /metrics difference of exactly the measured requests). sglang's
 is `python -m sglang.bench_serving --backend sglang --dataset-name random-ids --tokenize-prompt`
 (ids drawn inside the tokenizer's vocabulary, same input and output lengths, same number of
-requests and concurrency, `--warmup-requests 0`: the /metrics difference then covers exactly its
-measured requests; the server is warm from the runs before), with /metrics scraped around it.
+requests and concurrency, one warm-up request as ours), with /metrics scraped when it announces
+its main run and after it, so the difference covers exactly its measured requests.
+A third client, a raw keep-alive socket per slot, is the floor: what it adds is the server's
+HTTP layer and the network, which no client can avoid.
 The two alternate, `--rounds` times per concurrency; the medians are printed.
 
 Against a running server (it needs --enable-metrics; bench_serving needs a python with sglang
@@ -237,7 +239,7 @@ def run_bench_serving(
             "--max-concurrency",
             str(concurrency),
             "--warmup-requests",
-            "0",
+            "1",
             "--flush-cache",
             "--seed",
             str(seed),
@@ -258,11 +260,22 @@ def run_bench_serving(
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(stub.parent), env.get("PYTHONPATH")) if p
             )
-        before = scrape(url, key)
-        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+        # its own warm-up request is excluded from its mean: the /metrics "before" is scraped
+        # when it announces the main run (then it flushes the cache and sleeps 1 s)
+        env["PYTHONUNBUFFERED"] = "1"
+        before: dict[str, float] | None = None
+        tail: list[str] = []
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail = [*tail[-40:], line]
+                if before is None and "Starting main benchmark run" in line:
+                    before = scrape(url, key)
         after = scrape(url, key)
-        if proc.returncode != 0 or not out.exists():
-            sys.exit(f"bench_serving failed ({proc.returncode}):\n{proc.stderr.decode()[-3000:]}")
+        if proc.returncode != 0 or not out.exists() or before is None:
+            sys.exit(f"bench_serving failed ({proc.returncode}):\n{''.join(tail)}")
         res: dict[str, Any] = json.loads(out.read_text().splitlines()[-1])
     completed = int(res["completed"])
     return Figure(
@@ -417,6 +430,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    # SIGTERM (and SIGINT, also when started in the background) stop a server we started
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     proc: subprocess.Popen[bytes] | None = None
     if a.model:
         proc, url, key, _ = start_server(a)
