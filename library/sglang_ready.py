@@ -497,11 +497,12 @@ class SystemdReader:
             rc, out, _ = self._run(base + matches)
             if rc == 0 and out.strip():
                 return out.splitlines()
-        # Older journald lacks _SYSTEMD_INVOCATION_ID, or the invocation is unknown.
-        rc, out, err = self._run([*base, "--since", f"@{int(since_epoch)}"])
+        # Older journald lacks _SYSTEMD_INVOCATION_ID, or the invocation is unknown. With --since,
+        # journald's -n keeps the OLDEST lines: ask newest first and turn them back.
+        rc, out, err = self._run([*base, "--since", f"@{int(since_epoch)}", "--reverse"])
         if rc != 0:
             return [f"(journalctl failed, rc={rc}: {err.strip()})"]
-        return out.splitlines()
+        return out.splitlines()[::-1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -905,7 +905,8 @@ def test_systemd_reader_commands_and_journal_fallback() -> None:
     answers = {
         "show": (0, "MainPID=42\nInvocationID=abc\nActiveState=active\nNRestarts=2\n", ""),
         "invocation": (0, "", ""),
-        "since": (0, "line one\nline two\n", ""),
+        # journalctl --reverse: newest first
+        "since": (0, "line two\nline one\n", ""),
     }
 
     def run(cmd: list[str]) -> tuple[int, str, str]:
@@ -923,7 +924,8 @@ def test_systemd_reader_commands_and_journal_fallback() -> None:
     assert reader.journal(UNIT, ["abc", "def"], 1000.0) == ["line one", "line two"]
     assert calls[1][-2:] == ["_SYSTEMD_INVOCATION_ID=abc", "_SYSTEMD_INVOCATION_ID=def"]
     assert {"-u", "-o", "cat", "--no-pager", "-n", "40"} <= set(calls[1])
-    assert calls[2][-2:] == ["--since", "@1000"]
+    # with --since, -n keeps the oldest lines: the fallback asks newest first and turns them back
+    assert calls[2][-3:] == ["--since", "@1000", "--reverse"]
 
     with pytest.raises(m.UnitFailure, match="rc=1"):
         m.SystemdReader(lambda cmd: (1, "", "Failed to connect to bus")).show(UNIT)
