@@ -42,6 +42,17 @@ remove_instances() {
   done
 }
 
+# Scenarios on the real-SGLang host image need it built first (minutes the first time, then cached).
+REALHOST_IMAGE=localhost/sglang-realhost:cpu
+realhost_built=
+uses_realhost() {
+  python3 - "$1" "$REALHOST_IMAGE" <<'PY'
+import sys, yaml
+scenario = yaml.safe_load(open(f"molecule/{sys.argv[1]}/molecule.yml")) or {}
+sys.exit(0 if any(p.get("image") == sys.argv[2] for p in scenario.get("platforms") or []) else 1)
+PY
+}
+
 # The demo host publishes 127.0.0.1:18080 too: when that port is taken, test hosts use the next
 # free one (scenarios reach the host through sglang_testhost_url, never a literal port).
 # Rootful podman publishes ports with firewall DNAT rules and binds no socket, so a bind test alone
@@ -82,6 +93,18 @@ for name in "${scenarios[@]}"; do
   echo "=== molecule test -s $name"
   remove_instances "$name"
   start=$SECONDS
+  if uses_realhost "$name" && [ -z "$realhost_built" ]; then
+    if bash scripts/real-sglang-image.sh 2>&1 | tee "$logdir/$name.image.log"; then
+      realhost_built=1
+      echo "=== real-SGLang host image ready after $((SECONDS - start)) s"
+    else
+      failed=$((failed + 1))
+      failed_names+=("$name")
+      echo "=== $name: FAILED: the real-SGLang host image did not build"
+      cp "$logdir/$name.image.log" "$logdir/$name.log"
+      continue
+    fi
+  fi
   if molecule test -s "$name" 2>&1 | tee "$logdir/$name.log"; then
     passed=$((passed + 1))
     echo "=== $name: passed in $((SECONDS - start)) s"
