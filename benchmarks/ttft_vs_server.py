@@ -27,8 +27,9 @@ Or it starts the server itself (free port, random API key, --enable-metrics), an
     .venv/bin/python benchmarks/ttft_vs_server.py --sglang-python /tmp/sglv/bin/python \\
         --model /tmp/tiny-model --cpu
 
-`--cpu` adds the flags and environment of a CPU-only SGLang (torch_native attention, pytorch
-sampling, no CUDA graphs, SGLANG_USE_CPU_ENGINE=1); `--server-args` adds any others.
+`--cpu` adds the flags and environment of a CPU-only SGLang from tests/real_sglang/cpu_server.json
+(torch_native attention, pytorch sampling, no CUDA graphs, a 16k-token KV cache,
+SGLANG_USE_CPU_ENGINE=1); `--server-args` adds any others.
 """
 
 from __future__ import annotations
@@ -65,15 +66,8 @@ from bench.prompt_sets import PromptBuilder  # noqa: E402
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
 from bench.server import Server, metrics_diff, parse_prometheus  # noqa: E402
 
-CPU_FLAGS = [
-    "--device",
-    "cpu",
-    "--attention-backend",
-    "torch_native",
-    "--sampling-backend",
-    "pytorch",
-    "--disable-cuda-graph",
-]
+# How the real SGLang runs on CPU: one source, shared with the test suite.
+CPU_SERVER = ROOT / "tests" / "real_sglang" / "cpu_server.json"
 TTFT = "time_to_first_token_seconds_mean"
 
 
@@ -125,6 +119,7 @@ def server_ttft_ms(before: dict[str, float], after: dict[str, float]) -> float:
 def start_server(a: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str, str, Path]:
     port = a.port or free_port()
     key = secrets.token_hex(8)
+    cpu = json.loads(CPU_SERVER.read_text())
     cmd = [
         str(a.sglang_python),
         "-m",
@@ -138,10 +133,10 @@ def start_server(a: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str, s
         "--api-key",
         key,
         "--enable-metrics",
-        *(CPU_FLAGS if a.cpu else []),
+        *(cpu["flags"] if a.cpu else []),
         *shlex.split(a.server_args),
     ]
-    env = {**os.environ, **({"SGLANG_USE_CPU_ENGINE": "1"} if a.cpu else {})}
+    env = {**os.environ, **(cpu["env"] if a.cpu else {})}
     log = Path(tempfile.mkstemp(prefix="ttft-vs-server-", suffix=".log")[1])
     with log.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)

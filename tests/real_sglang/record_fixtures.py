@@ -32,6 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "real_sglang"
+CPU_SERVER = ROOT / "tests" / "real_sglang" / "cpu_server.json"
 API_KEY = "SOMEKEY"
 PROMPT = "The capital city of France is"
 
@@ -331,22 +332,15 @@ def describe(
 
 # -- server process ---------------------------------------------------------------------------
 def start_server(python: str, model: str, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1"}
+    cpu = json.loads(CPU_SERVER.read_text())
+    env = {**os.environ, **cpu["env"]}
     cmd = [
         python,
         "-m",
         "sglang.launch_server",
         "--model-path",
         model,
-        "--device",
-        "cpu",
-        "--attention-backend",
-        "torch_native",
-        "--sampling-backend",
-        "pytorch",
-        "--disable-cuda-graph",
-        "--max-total-tokens",
-        "16384",
+        *cpu["flags"],
         "--host",
         "127.0.0.1",
         "--port",
