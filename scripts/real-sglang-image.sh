@@ -3,7 +3,7 @@
 # the REAL SGLang 0.5.23 (CPU torch), installed by the sglang_host role from a controller-built
 # wheelhouse with --no-index, plus the test-only stand-ins and a tiny model (tests/real_sglang/).
 # Cached: nothing is done when an image labelled with the same recipe hash exists (the hash covers
-# the lock file, the set-up files, the role and the base image's recipe).
+# the lock file, the files the image is made of, the role and the base image's recipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
@@ -28,7 +28,9 @@ base_hash=$(podman image inspect --format '{{ index .Labels "org.sglang-specbenc
 hash=$(
   {
     echo "$base_hash"
-    find "$LOCK" tests/real_sglang tests/fakes/nvidia-smi roles/sglang_host scripts/real-sglang-image.sh \
+    # What goes into the image, nothing else (the fixture recorder, for one, does not).
+    find "$LOCK" tests/real_sglang/image.yml tests/real_sglang/make_tiny_model.py tests/real_sglang/standins \
+      tests/fakes/nvidia-smi roles/sglang_host scripts/real-sglang-image.sh \
       -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -c1-16
 )
