@@ -15,7 +15,8 @@ description:
   - "Conditions, checked in this order on every poll: (1) the unit's main PID is new (differs from
     O(previous_pid), InvocationID differs from O(previous_invocation)) and the old PID is gone;
     (2) the listening socket of the URL's port belongs to a process of the unit (its cgroup, else
-    the main PID and its descendants); (3) C(/server_info) (or C(/get_server_info)) answers and
+    the main PID and its descendants); (2b) with O(expect_env), that process was started with
+    the expected environment; (3) C(/server_info) (or C(/get_server_info)) answers and
     matches O(expect); (4) the health endpoint chosen by O(health_check) answers 200; (5) a real
     generation through C(/generate) returns tokens (and speculation statistics with
     O(require_speculation)); (6) the main PID is still the same afterwards."
@@ -38,7 +39,33 @@ options:
     description:
       - "The server's API key, sent as C(Authorization: Bearer <key>)."
       - Never returned or logged; an empty string means no key.
+      - Mutually exclusive with O(api_key_from_unit), which keeps the key off the controller.
+      - "Ansible itself, not this module, may print task arguments: ansible-core 2.19 shows a failed
+        ad-hoc task's arguments (C(ansible -m sglang_ready -a 'api_key=...')) in its error
+        context, key included. Use O(api_key_from_unit), or a template such as
+        C(api_key={{ sglang_api_key }}), whose text is what gets shown."
     type: str
+  api_key_from_unit:
+    description:
+      - Read the API key on the target host from the environment systemd gives O(unit) instead
+        of passing it in O(api_key), so the key never travels through the controller.
+      - "Reads C(systemctl show -p Environment) and C(-p EnvironmentFiles) of the unit and the
+        files named there (EnvironmentFile syntax: C(NAME=VALUE) lines, C(#) and C(;) comments,
+        single or double quotes, backslash escapes), with systemd's precedence: files override
+        C(Environment=), later files override earlier ones. Optional files (C(-) prefix,
+        C(ignore_errors=yes)) may be missing."
+      - The variable is O(api_key_env); an empty value means no key. A missing or unreadable
+        file, or no such variable, fails with a message naming the file and the variable, never
+        the value. The key is registered as a no_log value and is part of no result field.
+      - Needs C(become) when the file is readable by root only.
+      - Mutually exclusive with O(api_key); requires O(unit).
+    type: bool
+    default: false
+  api_key_env:
+    description:
+      - The environment variable of O(unit) that holds the key, for O(api_key_from_unit).
+    type: str
+    default: SGLANG_API_KEY
   unit:
     description:
       - The systemd unit running the server, for example C(sglang.service).
@@ -60,6 +87,28 @@ options:
       - "C(/server_info) fields that must match, for example C(speculative_num_draft_tokens: 16)."
       - Values are compared with type coercion (V("16") equals V(16), V("true") equals V(true));
         nested keys may be written with dots (C(a.b), list indexes as numbers).
+    type: dict
+    default: {}
+  expect_env:
+    description:
+      - "Environment variables the NEW server process must have been started with, as
+        C(NAME: value), for parameters SGLang reads from its environment rather than from its
+        arguments, which C(/server_info) therefore cannot show (the DDTree fork's topk is
+        C(SGLANG_DDTREE_MAX_TOPK))."
+      - Read from C(/proc/<pid>/environ) of the process that owns the listening port (the real
+        server; the unit's main PID is only the launcher that starts it), falling back to the
+        main PID; RV(environ_pid) says which was read. Only the named variables are read.
+      - Values compare as exact strings; numbers are turned into strings, booleans must be
+        quoted.
+      - A different value or a missing variable fails at once, since a process's environment
+        cannot change. Values of variables whose name contains C(KEY), C(SECRET), C(TOKEN) or
+        C(PASSWORD) are compared but never shown.
+      - A variable SGLang defaults internally when unset (C(SGLANG_DDTREE_MAX_TOPK) is 6) is absent
+        from the environment; set it explicitly in the unit to verify it.
+      - Without O(unit) no process is known; the names are returned in RV(verified) as
+        C(unverified), with a warning, and do not fail the task.
+      - Needs root (C(become)) to read the environment of the service user's process; without
+        that permission it fails at once, saying so.
     type: dict
     default: {}
   timeout:
@@ -125,7 +174,8 @@ attributes:
   check_mode:
     support: full
     description:
-      - A single read-only pass (unit state, port, C(/server_info), C(/ready) or C(/health));
+      - A single read-only pass (unit state, port, O(expect_env), C(/server_info), C(/ready) or
+        C(/health));
         never waits,
         never sends the probe generation (5), returns RV(ready) and does not fail because the
         server is not ready.
@@ -140,6 +190,8 @@ notes:
     O(ansible.builtin.systemd_service#module:no_block=true)) after recording C(MainPID) and
     C(InvocationID), so this module does the waiting with crash detection.
   - Request headers are never part of any message.
+  - Run it with C(become) for O(expect_env) and O(api_key_from_unit) as well; C(/proc/<pid>/environ)
+    of another user's process and a 0600 EnvironmentFile are readable by root only.
 requirements:
   - systemctl and journalctl on the target when O(unit) is set
 seealso:
@@ -173,6 +225,24 @@ EXAMPLES = r"""
       speculative_num_draft_tokens: 16
       speculative_draft_window_size: 2048
     require_speculation: true
+  become: true
+  register: ready
+
+- name: DDTree server whose topk is set through the environment; the key stays on the host
+  sglang_ready:
+    url: http://127.0.0.1:30000
+    unit: sglang.service
+    api_key_from_unit: true  # SGLANG_API_KEY from the unit's EnvironmentFile, read on the host
+    previous_pid: "{{ _before.MainPID | int }}"
+    previous_invocation: "{{ _before.InvocationID }}"
+    expect:
+      speculative_algorithm: DDTREE
+      speculative_ddtree_budget: 8
+    expect_env:
+      SGLANG_DDTREE_MAX_TOPK: "4"  # not in /server_info: read from /proc/<pid>/environ
+    require_speculation: true
+  vars:
+    _before: "{{ dict(before.stdout_lines | map('split', '=', 1)) }}"
   become: true
   register: ready
 
@@ -214,6 +284,7 @@ phases:
   sample:
     old_gone: 2.1
     port_bound: 180.3
+    env_matched: 180.3
     config_matched: 180.4
     healthy: 195.0
     first_generation: 195.2
@@ -253,6 +324,52 @@ probe:
     spec_accept_length:
       description: Tokens per verification step, bonus token included.
       type: float
+verified:
+  description:
+    - Where each requested parameter was verified. C(server_info) lists the O(expect) keys
+      matched in C(/server_info), C(environ) the O(expect_env) names matched in the environment of
+      process RV(environ_pid), C(unverified) every requested name not (yet) verified there
+      (O(expect_env) in URL-only mode, or anything not reached when not ready).
+  returned: always
+  type: dict
+  contains:
+    server_info:
+      description: O(expect) keys verified in C(/server_info), sorted.
+      type: list
+      elements: str
+    environ:
+      description: O(expect_env) names verified in the process environment, sorted.
+      type: list
+      elements: str
+    unverified:
+      description: Requested names not verified, sorted.
+      type: list
+      elements: str
+  sample:
+    server_info: [speculative_algorithm, speculative_ddtree_budget]
+    environ: [SGLANG_DDTREE_MAX_TOPK]
+    unverified: []
+environ_pid:
+  description:
+    - The process whose C(/proc/<pid>/environ) was read for O(expect_env); V(null) when none
+      was read (no O(expect_env), URL-only mode, or the port not yet bound).
+  returned: always
+  type: int
+  sample: 48230
+environ_process:
+  description:
+    - Which process RV(environ_pid) is; V(port_owner), the process owning the listening socket
+      (the real server), or V(main_pid), the unit's main process (the launcher), used only when
+      no port owner is known; V(null) when none was read.
+  returned: always
+  type: str
+  sample: port_owner
+api_key_source:
+  description:
+    - Where O(api_key_from_unit) found the key, a file path or C(Environment=); never the key.
+  returned: when O(api_key_from_unit) is true and the key was found
+  type: str
+  sample: /etc/sglang/sglang.env
 health_endpoint:
   description: The endpoint that decided condition (4) (see O(health_check)).
   returned: always
@@ -269,7 +386,9 @@ url:
   type: str
   sample: http://127.0.0.1:30000
 unmet:
-  description: The first condition not met (check mode, or on failure).
+  description:
+    - The first condition not met (check mode, or on failure); C(env_matched) for
+      O(expect_env), C(unit_state) in check mode for a unit that will not become ready.
   returned: when not ready
   type: str
   sample: config_matched
@@ -291,12 +410,15 @@ journal:
 """
 
 import dataclasses
+import glob
 import json
 import os
 import re
+import shlex
 import socket
 import ssl
 import time
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -306,7 +428,14 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-CONDITIONS = ("old_gone", "port_bound", "config_matched", "healthy", "first_generation")
+CONDITIONS = (
+    "old_gone",
+    "port_bound",
+    "env_matched",
+    "config_matched",
+    "healthy",
+    "first_generation",
+)
 DEFAULT_PROMPT = "The capital city of France is"
 INITIAL_POLL_INTERVAL = 0.1
 POLL_BACKOFF = 1.5
@@ -353,16 +482,22 @@ SAFE_SERVER_INFO_KEYS = (
 SECRET_KEY_RE = re.compile(
     r"(?:^|[_.-])(?:api[_-]?key|secret|token|password|passwd)(?:$|[_.-])", re.IGNORECASE
 )
+# Environment variables whose values are never shown (the brief's words: any name containing them).
+SECRET_ENV_NAME_RE = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
+ENV_NAME_RE = re.compile(r"^[^=\0]+$")
 SECRET_FLAG_RE = re.compile(
     r"(--[\w-]*(?:api[_-]?key|secret|token|password)[\w-]*)(=|\s+)(\S+)", re.IGNORECASE
 )
 ARGUMENT_SPEC: dict[str, Any] = {
     "url": {"type": "str", "required": True},
     "api_key": {"type": "str", "no_log": True},
+    "api_key_from_unit": {"type": "bool", "default": False},
+    "api_key_env": {"type": "str", "default": "SGLANG_API_KEY"},
     "unit": {"type": "str"},
     "previous_pid": {"type": "int"},
     "previous_invocation": {"type": "str"},
     "expect": {"type": "dict", "default": {}},
+    "expect_env": {"type": "dict", "default": {}},
     "timeout": {"type": "int", "default": 1800},
     "probe": {
         "type": "dict",
@@ -382,6 +517,10 @@ ARGUMENT_SPEC: dict[str, Any] = {
     },
     "validate_certs": {"type": "bool", "default": True},
 }
+# api_key and api_key_from_unit exclude each other by value (settings_from_params): Ansible's
+# mutually_exclusive counts a parameter that is merely present, so `api_key_from_unit: false`
+# next to an api_key, or an empty api_key next to `api_key_from_unit: true`, would fail.
+REQUIRED_IF = [["api_key_from_unit", True, ["unit"]]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,10 +543,34 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
             value = value.replace(secret, REDACTED)
         return value
     if isinstance(value, Mapping):
-        return {k: redact(v, secrets) for k, v in value.items()}
+        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, secrets) for v in value]
     return value
+
+
+def check_api_key(key: str, where: str) -> None:
+    """Refuse a key that cannot be an HTTP header value before any request is made.
+
+    http.client would raise ValueError("Invalid header value b'Bearer <key>\\n'"): the key, escaped
+    so that no redaction of the raw key would match, in an exception text. This message never
+    names the value.
+    """
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        raise ValueError(
+            f"{where} contains a control character (a stray newline?) and cannot be sent in an "
+            "HTTP header"
+        )
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{where} contains a character outside Latin-1 and cannot be sent in an HTTP header"
+        ) from None
+
+
+def is_secret_env_name(name: str) -> bool:
+    return bool(SECRET_ENV_NAME_RE.search(name))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +637,205 @@ def parse_systemctl_show(text: str) -> UnitState:
     )
 
 
+class ApiKeyError(Exception):
+    """The key could not be read from the unit; messages name files and variables, never values."""
+
+
+_ENV_FILE_WS = " \t\n\r"
+_ENV_FILE_NEWLINE = "\n\r"
+_SHELL_NEED_ESCAPE = '"\\`$'
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """EnvironmentFile= text as systemd reads it (the state machine of src/basic/env-file.c).
+
+    NAME=VALUE lines; lines starting with # or ; are comments; whitespace around the name and
+    before the value is dropped, trailing whitespace of an unquoted value too; single quotes keep
+    everything, double quotes unescape \\" \\\\ \\` \\$ and keep other backslashes; a backslash
+    at the end of a line continues it. A later assignment of the same name wins.
+    """
+    env: dict[str, str] = {}
+    state = "pre_key"
+    key: list[str] = []
+    value: list[str] = []
+    key_ws: int | None = None  # where the key's trailing whitespace starts
+    value_ws: int | None = None
+
+    def push(strip_value: bool) -> None:
+        name = "".join(key[:key_ws] if key_ws is not None else key)
+        text = "".join(value[:value_ws] if strip_value and value_ws is not None else value)
+        env[name] = text
+
+    for c in text:
+        if state == "pre_key":
+            if c in "#;":
+                state = "comment"
+            elif c not in _ENV_FILE_WS:
+                state, key, key_ws = "key", [c], None
+        elif state == "key":
+            if c in _ENV_FILE_NEWLINE:
+                state, key = "pre_key", []  # a line without '=' is ignored
+            elif c == "=":
+                state, value, value_ws = "pre_value", [], None
+            else:
+                if c not in _ENV_FILE_WS:
+                    key_ws = None
+                elif key_ws is None:
+                    key_ws = len(key)
+                key.append(c)
+        elif state == "pre_value":
+            if c in _ENV_FILE_NEWLINE:
+                push(strip_value=False)
+                state, key = "pre_key", []
+            elif c == "'":
+                state = "single"
+            elif c == '"':
+                state = "double"
+            elif c == "\\":
+                state = "value_escape"
+            elif c not in _ENV_FILE_WS:
+                state = "value"
+                value.append(c)
+        elif state == "value":
+            if c in _ENV_FILE_NEWLINE:
+                push(strip_value=True)
+                state, key = "pre_key", []
+            elif c == "\\":
+                state, value_ws = "value_escape", None
+            else:
+                if c not in _ENV_FILE_WS:
+                    value_ws = None
+                elif value_ws is None:
+                    value_ws = len(value)
+                value.append(c)
+        elif state == "value_escape":
+            state = "value"
+            if c not in _ENV_FILE_NEWLINE:  # an escaped newline continues the line
+                value.append(c)
+        elif state == "single":
+            if c == "'":
+                state = "pre_value"
+            else:
+                value.append(c)
+        elif state == "double":
+            if c == '"':
+                state = "pre_value"
+            elif c == "\\":
+                state = "double_escape"
+            else:
+                value.append(c)
+        elif state == "double_escape":
+            state = "double"
+            if c in _SHELL_NEED_ESCAPE:
+                value.append(c)
+            elif c != "\n":
+                value += ["\\", c]
+        elif state == "comment":
+            if c == "\\":
+                state = "comment_escape"
+            elif c in _ENV_FILE_NEWLINE:
+                state = "pre_key"
+        elif state == "comment_escape":
+            state = "pre_key" if c in _ENV_FILE_NEWLINE else "comment"
+    if state in ("pre_value", "value", "value_escape", "single", "double", "double_escape"):
+        push(strip_value=state == "value")
+    return env
+
+
+def parse_environment_property(text: str) -> dict[str, str]:
+    """`systemctl show -p Environment --value`: NAME=VALUE words, shell-quoted where needed."""
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        words = shlex.split(text)
+    except ValueError:  # systemd before v246 printed the words unquoted
+        words = text.split()
+    env: dict[str, str] = {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if sep and name:
+            env[name] = value
+    return env
+
+
+_ENV_FILES_LINE_RE = re.compile(r"^(.*) \(ignore_errors=(yes|no)\)$")
+
+
+def parse_environment_files_property(text: str) -> list[tuple[str, bool]]:
+    """`systemctl show -p EnvironmentFiles --value`: one 'PATH (ignore_errors=yes|no)' a line.
+
+    A leading '-' (the unit-file spelling of an optional file) is understood too.
+    """
+    files: list[tuple[str, bool]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        match = _ENV_FILES_LINE_RE.match(line)
+        path, optional = (match.group(1), match.group(2) == "yes") if match else (line, False)
+        if path.startswith("-"):
+            path, optional = path[1:], True
+        files.append((path, optional))
+    return files
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        return fh.read()
+
+
+def read_api_key_from_unit(
+    systemd: Any, unit: str, name: str, read_text: Callable[[str], str] = _read_text
+) -> tuple[str, str]:
+    """(value, where) of variable `name` in the environment systemd gives `unit`.
+
+    systemd's precedence: EnvironmentFile= overrides Environment=, a later file an earlier one.
+    """
+    inline, files = systemd.environment(unit)
+    value: str | None = inline.get(name)
+    source = "Environment="
+    for pattern, optional in files:
+        paths = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not paths and not optional:
+            raise ApiKeyError(
+                f"cannot read {name} for the API key: EnvironmentFile {pattern} of {unit} "
+                "matches no file"
+            )
+        for path in paths:
+            try:
+                text = read_text(path)
+            except FileNotFoundError:
+                if optional:
+                    continue
+                raise ApiKeyError(
+                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit} "
+                    "does not exist"
+                ) from None
+            except PermissionError:
+                raise ApiKeyError(
+                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit} is not "
+                    "readable (permission denied); run this task as root on the host "
+                    "(become: true)"
+                ) from None
+            except (OSError, ValueError) as exc:
+                reason = getattr(exc, "strerror", None) or type(exc).__name__
+                raise ApiKeyError(
+                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit}: "
+                    f"{reason}"
+                ) from None
+            parsed = parse_env_file(text)
+            if name in parsed:
+                value, source = parsed[name], path
+    if value is None:
+        listed = ", ".join(path for path, _ in files) or "none"
+        raise ApiKeyError(
+            f"{name} is set neither in Environment= nor in any EnvironmentFile= of {unit} "
+            f"(files: {listed}); cannot read the API key"
+        )
+    return value, source
+
+
 RunCommand = Callable[[list[str]], tuple[int, str, str]]
 
 
@@ -489,6 +851,19 @@ class SystemdReader:
         if rc != 0:
             raise UnitFailure(f"systemctl show {unit} failed (rc={rc}): {err.strip()}")
         return parse_systemctl_show(out)
+
+    def environment(self, unit: str) -> tuple[dict[str, str], list[tuple[str, bool]]]:
+        """The unit's Environment= assignments and its EnvironmentFile= entries (path, optional)."""
+        texts: list[str] = []
+        for prop in ("Environment", "EnvironmentFiles"):
+            rc, out, err = self._run(["systemctl", "show", "-p", prop, "--value", unit])
+            if rc != 0:
+                raise ApiKeyError(
+                    f"systemctl show -p {prop} {unit} failed (rc={rc}): {err.strip()}; "
+                    "cannot read the API key"
+                )
+            texts.append(out)
+        return parse_environment_property(texts[0]), parse_environment_files_property(texts[1])
 
     def journal(self, unit: str, invocations: list[str], since_epoch: float) -> list[str]:
         base = ["journalctl", "-u", unit, "-n", str(JOURNAL_LINES), "-o", "cat", "--no-pager"]
@@ -529,6 +904,36 @@ def parse_proc_net_tcp(text: str, port: int) -> set[int]:
         except ValueError:
             continue
     return inodes
+
+
+def parse_environ(raw: bytes, names: Iterable[str]) -> dict[str, str]:
+    """The named variables of /proc/PID/environ text (NUL-separated NAME=VALUE); nothing else."""
+    wanted = set(names)
+    found: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        key = name.decode("utf-8", "replace")
+        if sep and key in wanted and key not in found:  # getenv() returns the first one
+            found[key] = value.decode("utf-8", "replace")
+    return found
+
+
+def env_mismatches(actual: Mapping[str, str], expected: Mapping[str, str]) -> list[str]:
+    """What differs, never showing a value of a secret-like variable."""
+    problems: list[str] = []
+    for name in sorted(expected):
+        wanted = expected[name]
+        secret = is_secret_env_name(name)
+        if name not in actual:
+            shown = "a value (not shown)" if secret else repr(wanted)
+            problems.append(f"{name} is not set, expected {shown}")
+        elif actual[name] != wanted:
+            problems.append(
+                f"{name} differs from the expected value (not shown: a secret-like name)"
+                if secret
+                else f"{name} is {actual[name]!r}, expected {wanted!r}"
+            )
+    return problems
 
 
 class ProcReader:
@@ -630,6 +1035,24 @@ class ProcReader:
             return pids
         return None
 
+    def environ(self, pid: int, names: Iterable[str]) -> dict[str, str] | None:
+        """The named variables of the process's environment as it was started; None when gone.
+
+        Only the named variables are kept; the rest (the launcher's own API key among them) is
+        dropped at once.
+        """
+        path = os.path.join(self.proc_root, str(pid), "environ")
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            return None
+        except PermissionError as exc:
+            raise ProcPermissionError(f"cannot read {path}: permission denied") from exc
+        if not raw and self.process_state(pid) in (None, "Z"):
+            return None  # a zombie's environ reads empty: gone, not "every variable unset"
+        return parse_environ(raw, names)
+
     def describe(self, pid: int) -> str:
         try:
             with open(os.path.join(self.proc_root, str(pid), "cmdline"), "rb") as fh:
@@ -645,6 +1068,7 @@ class PortObservation:
     bound: bool
     owned: bool
     detail: str
+    owner: int | None = None  # the unit process holding the listening socket
 
 
 def observe_port(procs: ProcReader, port: int, unit_pids: set[int]) -> PortObservation:
@@ -654,7 +1078,7 @@ def observe_port(procs: ProcReader, port: int, unit_pids: set[int]) -> PortObser
         return PortObservation(False, False, f"nothing listens on port {port} yet")
     for pid in sorted(unit_pids):
         if procs.socket_inodes(pid) & listening:
-            return PortObservation(True, True, f"port {port} is bound by unit process {pid}")
+            return PortObservation(True, True, f"port {port} is bound by unit process {pid}", pid)
     foreign: list[str] = []
     for pid in procs.all_pids():
         if pid in unit_pids:
@@ -718,6 +1142,12 @@ class HttpClient:
             # turn every poll into a proxy error.
             handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
+
+    def set_api_key(self, api_key: str | None) -> None:
+        """Use this key from now on (api_key_from_unit reads it after the client exists)."""
+        self._headers.pop("Authorization", None)
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
 
     def get(self, path: str, timeout: float) -> HttpResponse:
         return self._send(
@@ -883,6 +1313,10 @@ def explain_journal(lines: list[str]) -> list[str]:
 class UnitFailure(Exception):
     """The unit is in a state that will not become ready: fail at once."""
 
+    def __init__(self, msg: str, condition: str = "unit_state") -> None:
+        super().__init__(msg)
+        self.condition = condition  # reported as `unmet` where not the unit's state
+
 
 class UnitWatcher:
     """Follows the unit between polls; raises UnitFailure on a crash, crash loop or PID change."""
@@ -1005,6 +1439,9 @@ class Settings:
     max_poll_interval: float
     check_mode: bool
     health_check: str = "auto"
+    expect_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    api_key_from_unit: bool = False
+    api_key_env: str = "SGLANG_API_KEY"
 
 
 @dataclasses.dataclass
@@ -1062,6 +1499,13 @@ class ReadinessChecker:
         self.health_paths = list(chain)
         self.probe: dict[str, Any] | None = None
         self.deadline = self.started + settings.timeout
+        self.server_pid: int | None = None  # the unit process owning the listening port
+        self.environ_pid: int | None = None  # whose /proc/PID/environ was read
+        self.environ_process: str | None = None  # "port_owner" or "main_pid"
+        self._env_verified_pid: int | None = None
+        # What the latest pass verified (reset at every pass).
+        self.config_ok = False
+        self.env_ok = False
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -1118,9 +1562,52 @@ class ReadinessChecker:
             raise UnitFailure(
                 f"cannot verify who owns port {self.s.port}: {exc}; run this task with become"
             ) from exc
+        self.server_pid = seen.owner
         if not seen.owned:
             raise NotReady(Unmet("port_bound", seen.detail))
         self._passed("port_bound")
+
+    def check_env(self, state: UnitState) -> None:
+        """expect_env against /proc/PID/environ of the server; a mismatch is final."""
+        if not self.s.expect_env:
+            return
+        # The main PID is the launcher; SGLang, its child, owns the port. Both normally share the
+        # variables asked for, but the port owner is the process that really serves.
+        if self.server_pid:
+            pid, role = self.server_pid, "port_owner"
+        else:
+            pid, role = state.main_pid, "main_pid"
+        self.environ_pid, self.environ_process = pid, role
+        if pid == self._env_verified_pid:  # an environment cannot change: once per process
+            self.env_ok = True
+            return
+        try:
+            env = self.d.procs.environ(pid, self.s.expect_env)
+        except ProcPermissionError as exc:
+            raise UnitFailure(
+                f"cannot verify expect_env: {exc}; the module must run as root on the host "
+                "(become: true) to read another user's process environment",
+                "env_matched",
+            ) from exc
+        if env is None:
+            raise NotReady(
+                Unmet("env_matched", f"process {pid} exited before its environment was read")
+            )
+        problems = env_mismatches(env, self.s.expect_env)
+        if problems:
+            who = (
+                f"the server process {pid} (owner of port {self.s.port})"
+                if role == "port_owner"
+                else f"the unit's main process {pid}"
+            )
+            raise UnitFailure(
+                f"{who} was started with the wrong environment (expect_env; an environment cannot "
+                f"change, so this is final): {'; '.join(problems)}",
+                "env_matched",
+            )
+        self._env_verified_pid = pid
+        self.env_ok = True
+        self._passed("env_matched")
 
     def check_config(self) -> None:
         resp = self.d.http.get(self.server_info_path, self._http_timeout(HTTP_TIMEOUT))
@@ -1135,6 +1622,7 @@ class ReadinessChecker:
         problems = expect_mismatches(info, self.s.expect)
         if problems:
             raise NotReady(Unmet("config_matched", "; ".join(problems)))
+        self.config_ok = True
         self._passed("config_matched")
 
     def check_health(self) -> None:
@@ -1187,10 +1675,12 @@ class ReadinessChecker:
 
     def evaluate(self, with_generation: bool) -> UnitState | None:
         """One pass over every condition in order; raises NotReady at the first unmet one."""
+        self.config_ok = self.env_ok = False
         state = self.read_unit()
         if state is not None:
             self.check_old_gone(state)
             self.check_port(state)
+            self.check_env(state)
         self.check_config()
         self.check_health()
         if with_generation:
@@ -1213,6 +1703,9 @@ class ReadinessChecker:
             "invocation_id": state.invocation if state else None,
             "server_info_endpoint": self.server_info_path,
             "health_endpoint": self.health_paths[0],
+            "verified": self.verified(),
+            "environ_pid": self.environ_pid,
+            "environ_process": self.environ_process,
         }
         if self.s.unit:
             out["unit"] = self.s.unit
@@ -1223,6 +1716,16 @@ class ReadinessChecker:
         if self.probe is not None:
             out["probe"] = self.probe
         return out
+
+    def verified(self) -> dict[str, list[str]]:
+        """Where each requested parameter was verified by the latest pass."""
+        expect, env = sorted(self.s.expect), sorted(self.s.expect_env)
+        unverified = ([] if self.config_ok else expect) + ([] if self.env_ok else env)
+        return {
+            "server_info": expect if self.config_ok else [],
+            "environ": env if self.env_ok else [],
+            "unverified": sorted(unverified),
+        }
 
     def journal(self) -> list[str]:
         if not self.s.unit or self.watcher is None:
@@ -1258,7 +1761,8 @@ def wait_until_ready(settings: Settings, deps: Dependencies) -> dict[str, Any]:
             state = checker.evaluate(with_generation=True)
             return checker.result(state, ready=True)
         except UnitFailure as exc:
-            raise checker.failure(str(exc), None) from None
+            final = Unmet(exc.condition, str(exc)) if exc.condition != "unit_state" else None
+            raise checker.failure(str(exc), final) from None
         except NotReady as exc:
             unmet = exc.unmet
         remaining = checker.deadline - deps.clock()
@@ -1285,7 +1789,7 @@ def check_once(settings: Settings, deps: Dependencies) -> dict[str, Any]:
         ready = True
     except UnitFailure as exc:
         ready = False
-        extra = {"unmet": "unit_state", "detail": str(exc)}
+        extra = {"unmet": exc.condition, "detail": str(exc)}
     except NotReady as exc:
         ready = False
         extra = {"unmet": exc.unmet.condition, "detail": exc.unmet.detail}
@@ -1316,6 +1820,8 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool) -> Setting
     previous_invocation = params.get("previous_invocation") or None
     if (previous_pid is not None or previous_invocation) and not unit:
         raise ValueError("previous_pid and previous_invocation need unit")
+    if params.get("api_key_from_unit") and not unit:
+        raise ValueError("api_key_from_unit needs unit, whose environment holds the key")
     if previous_pid is not None and previous_pid < 0:
         raise ValueError(f"previous_pid must be >= 0, got {previous_pid}")
     if params["timeout"] < 0:
@@ -1329,6 +1835,15 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool) -> Setting
         raise ValueError(f"probe.max_new_tokens must be >= 1, got {probe['max_new_tokens']}")
     if probe["timeout"] <= 0:
         raise ValueError(f"probe.timeout must be > 0, got {probe['timeout']}")
+    if params.get("api_key") and params.get("api_key_from_unit"):
+        raise ValueError(
+            "parameters are mutually exclusive: api_key|api_key_from_unit "
+            "(api_key_from_unit reads the key on the host)"
+        )
+    check_api_key(params.get("api_key") or "", "api_key")
+    api_key_env = (params.get("api_key_env") or "").strip()
+    if params.get("api_key_from_unit") and not ENV_NAME_RE.match(api_key_env):
+        raise ValueError(f"api_key_env must be a variable name, got {api_key_env!r}")
     return Settings(
         url=url,
         port=port,
@@ -1344,7 +1859,26 @@ def settings_from_params(params: Mapping[str, Any], check_mode: bool) -> Setting
         max_poll_interval=params["max_poll_interval"],
         check_mode=check_mode,
         health_check=params["health_check"],
+        expect_env=expect_env_from_params(params.get("expect_env") or {}),
+        api_key_from_unit=bool(params.get("api_key_from_unit")),
+        api_key_env=api_key_env,
     )
+
+
+def expect_env_from_params(raw: Mapping[str, Any]) -> dict[str, str]:
+    """NAME -> exact string; numbers become strings, booleans are ambiguous ("1"? "true"?)."""
+    env: dict[str, str] = {}
+    for name, value in raw.items():
+        name = str(name)
+        if not ENV_NAME_RE.match(name):
+            raise ValueError(f"expect_env: {name!r} is not an environment variable name")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(
+                f"expect_env.{name} must be a string or a number, got {type(value).__name__}; "
+                "quote it as the exact text the variable holds"
+            )
+        env[name] = value if isinstance(value, str) else str(value)
+    return env
 
 
 def build_dependencies(module: AnsibleModule, settings: Settings) -> Dependencies:
@@ -1363,24 +1897,67 @@ def build_dependencies(module: AnsibleModule, settings: Settings) -> Dependencie
     )
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    secrets = [module.params.get("api_key") or ""]
+def run_checks(module: AnsibleModule, secrets: list[str]) -> tuple[bool, dict[str, Any]]:
+    """(failed, result with msg when failed); never ends the module itself, see main()."""
     try:
         settings = settings_from_params(module.params, module.check_mode)
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
-        return
+        return True, {"msg": str(exc)}
     deps = build_dependencies(module, settings)
+    extra: dict[str, Any] = {}
+    if settings.api_key_from_unit and settings.unit:
+        try:
+            key, source = read_api_key_from_unit(deps.systemd, settings.unit, settings.api_key_env)
+        except ApiKeyError as exc:
+            return True, {"msg": str(exc)}
+        if key:  # registered before anything else may see it
+            module.no_log_values.add(key)
+            secrets.append(key)
+        try:
+            check_api_key(key, f"{settings.api_key_env} of {settings.unit}")
+        except ValueError as exc:
+            return True, {"msg": str(exc)}
+        deps.http.set_api_key(key)
+        extra["api_key_source"] = source
+    if settings.expect_env and not settings.unit:
+        module.warn(
+            "expect_env not verified: without unit no server process is known (URL-only mode): "
+            + ", ".join(sorted(settings.expect_env))
+        )
     try:
         if settings.check_mode:
             result = check_once(settings, deps)
         else:
             result = wait_until_ready(settings, deps)
     except ReadinessError as exc:
-        module.fail_json(msg=redact(exc.msg, secrets), **redact(exc.result, secrets))
+        return True, {**exc.result, **extra, "msg": exc.msg}
+    return False, {**result, **extra}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        required_if=REQUIRED_IF,
+        supports_check_mode=True,
+    )
+    secrets = [module.params.get("api_key") or ""]
+    trace: str | None = None
+    try:
+        failed, result = run_checks(module, secrets)
+    except Exception as exc:  # an unforeseen error must not carry a key out in its text
+        failed, result = True, {"msg": f"sglang_ready: unexpected {type(exc).__name__}: {exc}"}
+        trace = traceback.format_exc()
+    # exit_json/fail_json are called outside any except block: fail_json would otherwise attach
+    # the pending exception's traceback (with its unredacted message) when tracebacks are on.
+    result = redact(result, secrets)
+    if failed:
+        msg = result.pop("msg")
+        if trace is not None:
+            module.fail_json(msg=msg, exception=redact(trace, secrets), **result)
+        else:
+            module.fail_json(msg=msg, **result)
         return
-    module.exit_json(**redact(result, secrets))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

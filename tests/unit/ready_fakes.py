@@ -1,9 +1,11 @@
 """Test doubles for library/sglang_ready.py.
 
 Only systemd and the /proc + cgroup tree are faked; the module's own ProcReader reads the fake tree
-from disk, and the server side is a real HTTP server on 127.0.0.1 with scripted answers. A fake
-clock drives a timeline of host events (old process exits, new one binds, ...) so every branch of
-the wait loop runs in milliseconds of real time.
+from disk (environ files included), and the server side is a real HTTP server on 127.0.0.1 with
+scripted answers. The unit's Environment= / EnvironmentFiles= properties go through the module's
+real SystemdReader with a fake systemctl. A fake clock drives a timeline of host events (old
+process exits, new one binds, ...) so every branch of the wait loop runs in milliseconds of real
+time. run_module() drives the module through AnsibleModule, catching exit_json/fail_json.
 """
 
 from __future__ import annotations
@@ -16,15 +18,20 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest import mock
+
+from ansible.module_utils.testing import patch_module_args
 
 MODULE_PATH = Path(__file__).resolve().parents[2] / "library" / "sglang_ready.py"
 UNIT = "sglang.service"
 CONTROL_GROUP = "/system.slice/sglang.service"
+# What systemd alone puts into a service's environment (plus PATH).
+BASE_ENVIRON = {"PATH": "/usr/local/bin:/usr/bin", "LANG": "C.UTF-8", "INVOCATION_ID": "x"}
 TCP_HEADER = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt"
     "   uid  timeout inode\n"
@@ -200,6 +207,9 @@ class FakeHost:
             "ControlGroup": CONTROL_GROUP,
             "LoadState": "loaded",
         }
+        # `systemctl show -p NAME --value` text of the unit's environment properties.
+        self.unit_env: dict[str, str] = {"Environment": "", "EnvironmentFiles": ""}
+        self.unit_env_error: str | None = None  # systemctl show -p Environment... fails with it
         self.journal: list[str] = []
         self._unit_pids: list[int] = []
         self._listeners: dict[int, tuple[int, int]] = {}  # inode -> (pid, port)
@@ -221,12 +231,18 @@ class FakeHost:
     # processes -------------------------------------------------------------------------------
 
     def spawn(
-        self, pid: int, ppid: int = 1, cmdline: str = "python3 -m sglang_emulator", in_unit=True
+        self,
+        pid: int,
+        ppid: int = 1,
+        cmdline: str = "python3 -m sglang_emulator",
+        in_unit=True,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         pdir = self.proc_root / str(pid)
         (pdir / "fd").mkdir(parents=True, exist_ok=True)
         (pdir / "stat").write_text(f"{pid} (python3) S {ppid} {pid} {pid} 0 -1 4194560 0 0\n")
         (pdir / "cmdline").write_bytes(cmdline.replace(" ", "\0").encode() + b"\0")
+        self.set_environ(pid, BASE_ENVIRON if env is None else env)
         for n in (0, 1, 2):
             link = pdir / "fd" / str(n)
             if not link.is_symlink():
@@ -244,6 +260,15 @@ class FakeHost:
                 del self._listeners[inode]
         self._write_cgroup()
         self._write_tcp()
+
+    def set_environ(self, pid: int, env: Mapping[str, str] | bytes) -> None:
+        """/proc/PID/environ: NUL-separated NAME=VALUE (bytes are written as they are)."""
+        raw = (
+            env
+            if isinstance(env, bytes)
+            else b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items())
+        )
+        (self.proc_root / str(pid) / "environ").write_bytes(raw)
 
     def zombie(self, pid: int) -> None:
         stat = self.proc_root / str(pid) / "stat"
@@ -291,10 +316,22 @@ class FakeSystemd:
         self.host = host
         self.shows = 0
         self.journal_calls: list[tuple[str, list[str], float]] = []
+        self.commands: list[list[str]] = []  # the systemctl commands environment() ran
 
     def show(self, unit: str) -> Any:
         self.shows += 1
         return load_module().parse_systemctl_show(self.host.show_text())
+
+    def environment(self, unit: str) -> Any:
+        """The module's real SystemdReader.environment over a fake `systemctl show -p X --value`."""
+
+        def run(cmd: list[str]) -> tuple[int, str, str]:
+            self.commands.append(cmd)
+            if self.host.unit_env_error is not None:
+                return 1, "", self.host.unit_env_error
+            return 0, self.host.unit_env.get(cmd[cmd.index("-p") + 1], ""), ""
+
+        return load_module().SystemdReader(run).environment(unit)
 
     def journal(self, unit: str, invocations: list[str], since_epoch: float) -> list[str]:
         self.journal_calls.append((unit, list(invocations), since_epoch))
@@ -317,3 +354,82 @@ class FakeClock:
         self.sleeps.append(seconds)
         self.now += seconds
         self.host.advance(self.now)
+
+
+# ---------------------------------------------------------------------------------------------
+# Driving the module
+# ---------------------------------------------------------------------------------------------
+
+
+class ModuleExit(Exception):
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+
+class ModuleFail(Exception):
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+
+@dataclasses.dataclass
+class Run:
+    failed: bool
+    result: dict[str, Any]  # everything exit_json/fail_json received (msg, exception included)
+    clock: FakeClock
+    systemd: FakeSystemd
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    no_log_values: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def msg(self) -> str:
+        return str(self.result.get("msg", ""))
+
+
+def run_module(
+    args: dict[str, Any], host: FakeHost, server: ScriptedServer, check_mode: bool = False
+) -> Run:
+    m = load_module()
+    clock = FakeClock(host)
+    server.clock = clock
+    host.advance(0.0)
+    systemd = FakeSystemd(host)
+    real_build = m.build_dependencies
+    warnings: list[str] = []
+    no_log_values: set[str] = set()
+
+    def fake_build(module: Any, settings: Any) -> Any:
+        deps = real_build(module, settings)  # keeps the real HttpClient (api_key, certs)
+        return dataclasses.replace(
+            deps,
+            systemd=systemd,
+            procs=m.ProcReader(str(host.proc_root), str(host.cgroup_root)),
+            clock=clock,
+            sleep=clock.sleep,
+            wall_clock=lambda: 1_700_000_000.0,
+        )
+
+    def exit_json(self: Any, **result: Any) -> None:
+        no_log_values.update(self.no_log_values)
+        raise ModuleExit(result)
+
+    def fail_json(self: Any, **result: Any) -> None:
+        no_log_values.update(self.no_log_values)
+        raise ModuleFail(result)
+
+    def warn(_self: Any, warning: str) -> None:
+        warnings.append(warning)
+
+    with (
+        patch_module_args({**args, "_ansible_check_mode": check_mode}),
+        mock.patch.object(m, "build_dependencies", fake_build),
+        mock.patch.object(m.AnsibleModule, "exit_json", exit_json),
+        mock.patch.object(m.AnsibleModule, "fail_json", fail_json),
+        mock.patch.object(m.AnsibleModule, "warn", warn),
+    ):
+        try:
+            m.main()
+        except ModuleExit as done:
+            return Run(False, done.result, clock, systemd, warnings, no_log_values)
+        except ModuleFail as failed:
+            return Run(True, failed.result, clock, systemd, warnings, no_log_values)
+    raise AssertionError("the module returned without exit_json or fail_json")

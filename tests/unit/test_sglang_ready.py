@@ -8,19 +8,16 @@ deterministic fake time, not on wall-clock timing.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
-from ready_fakes import UNIT, FakeClock, FakeHost, FakeSystemd, ScriptedServer, load_module
+from ready_fakes import UNIT, FakeHost, Run, ScriptedServer, load_module, run_module
 
 m = load_module()
 
@@ -49,28 +46,6 @@ TRACEBACK = [
 ]
 
 
-class ModuleExit(Exception):
-    def __init__(self, result: dict[str, Any]) -> None:
-        self.result = result
-
-
-class ModuleFail(Exception):
-    def __init__(self, result: dict[str, Any]) -> None:
-        self.result = result
-
-
-@dataclasses.dataclass
-class Run:
-    failed: bool
-    result: dict[str, Any]
-    clock: FakeClock
-    systemd: FakeSystemd
-
-    @property
-    def msg(self) -> str:
-        return str(self.result.get("msg", ""))
-
-
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     srv = ScriptedServer()
@@ -81,47 +56,6 @@ def server() -> Iterator[ScriptedServer]:
 @pytest.fixture
 def host(tmp_path: Path, server: ScriptedServer) -> FakeHost:
     return FakeHost(tmp_path, server.port, server.behaviour)
-
-
-def run_module(
-    args: dict[str, Any], host: FakeHost, server: ScriptedServer, check_mode: bool = False
-) -> Run:
-    clock = FakeClock(host)
-    server.clock = clock
-    host.advance(0.0)
-    systemd = FakeSystemd(host)
-    real_build = m.build_dependencies
-
-    def fake_build(module: Any, settings: Any) -> Any:
-        deps = real_build(module, settings)  # keeps the real HttpClient (api_key, certs)
-        return dataclasses.replace(
-            deps,
-            systemd=systemd,
-            procs=m.ProcReader(str(host.proc_root), str(host.cgroup_root)),
-            clock=clock,
-            sleep=clock.sleep,
-            wall_clock=lambda: 1_700_000_000.0,
-        )
-
-    def exit_json(_self: Any, **result: Any) -> None:
-        raise ModuleExit(result)
-
-    def fail_json(_self: Any, **result: Any) -> None:
-        raise ModuleFail(result)
-
-    with (
-        patch_module_args({**args, "_ansible_check_mode": check_mode}),
-        mock.patch.object(m, "build_dependencies", fake_build),
-        mock.patch.object(m.AnsibleModule, "exit_json", exit_json),
-        mock.patch.object(m.AnsibleModule, "fail_json", fail_json),
-    ):
-        try:
-            m.main()
-        except ModuleExit as done:
-            return Run(False, done.result, clock, systemd)
-        except ModuleFail as failed:
-            return Run(True, failed.result, clock, systemd)
-    raise AssertionError("the module returned without exit_json or fail_json")
 
 
 # ---------------------------------------------------------------------------------------------
