@@ -1,6 +1,6 @@
 # Two commands matter on a fresh machine:
 #   make demo   - the main job on the built-in demo host (systemd container running the SGLang emulator)
-#   make test   - the whole test suite (lint, unit tests, emulator tests, molecule scenarios)
+#   make test   - the whole test suite (lint, unit tests, emulator tests, release conformance, molecule)
 SHELL := /bin/bash
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -9,7 +9,7 @@ export CONTAINERS_CONF := $(CURDIR)/tests/podman/containers.conf
 # A subset of molecule scenarios: make molecule SCENARIOS="smoke default"
 SCENARIOS ?=
 
-.PHONY: venv deps image demo demo-down test lint unit molecule
+.PHONY: venv deps image demo demo-down test lint unit releases molecule
 
 deps:
 	bash scripts/install-system-deps.sh
@@ -26,7 +26,12 @@ lint: venv
 	ansible-lint
 
 unit: venv
-	pytest -m "not systemd"
+	pytest -m "not releases"
+
+# Conformance with every real SGLang release (tests/releases): wheels and facts are cached in cache/.
+releases: image venv
+	bash scripts/real-sglang-image.sh
+	pytest -m releases tests/releases
 
 molecule: image venv
 	bash scripts/molecule-all.sh $(SCENARIOS)
@@ -40,8 +45,8 @@ demo-down:
 # Lint, unit and molecule all run even when one fails, so one CI run reports every failure.
 test: deps venv
 	@failed=""; \
-	for target in lint unit molecule; do \
+	for target in lint unit releases molecule; do \
 	  $(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: lint, unit and molecule passed"
+	echo "make test: lint, unit, releases and molecule passed"

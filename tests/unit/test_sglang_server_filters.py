@@ -23,9 +23,9 @@ def _load_filters() -> Any:
 
 
 filters = _load_filters()
-DIALECTS: dict[str, Any] = yaml.safe_load((ROLE / "vars" / "dialects.yml").read_text())[
-    "sglang_server_dialects_builtin"
-]
+TABLE: dict[str, Any] = yaml.safe_load((ROLE / "vars" / "dialects.yml").read_text())
+DIALECTS: dict[str, Any] = TABLE["sglang_server_dialects_builtin"]
+CANDIDATES: dict[str, Any] = TABLE["sglang_server_dialect_candidates"]
 
 
 def config(**overrides: Any) -> dict[str, Any]:
@@ -63,12 +63,13 @@ def test_dflash_on_0_5_11_uses_the_old_window_flag() -> None:
     assert out["expect"]["speculative_dflash_draft_window_size"] == 2048
 
 
-@pytest.mark.parametrize("dialect", ["0.5.19", "0.5.20+", "ddtree"])
-def test_dflash_on_newer_builds_uses_the_new_window_flag(dialect: str) -> None:
+@pytest.mark.parametrize("dialect", ["0.5.12", "0.5.20+"])
+def test_dflash_from_0_5_12_uses_the_new_window_flag_and_field(dialect: str) -> None:
     out = filters.sglang_server_launch(config(), DIALECTS[dialect])
     words = flat(out["flags"])
     assert words[words.index("--speculative-draft-window-size") + 1] == "2048"
     assert "--speculative-dflash-draft-window-size" not in words
+    assert out["expect"]["speculative_draft_window_size"] == 2048
     assert out["expect"]["speculative_num_draft_tokens"] == 16
     assert out["expect"]["speculative_eagle_topk"] == 1
     assert out["env"] == {}
@@ -82,9 +83,12 @@ def test_ddtree_budget_is_a_flag_and_topk_an_environment_variable() -> None:
     assert words[words.index("--speculative-algorithm") + 1] == "DDTREE"
     assert words[words.index("--speculative-ddtree-budget") + 1] == "8"
     assert "--speculative-eagle-topk" not in words
+    assert words[words.index("--speculative-dflash-draft-window-size") + 1] == "2048"
     assert out["env"] == {"SGLANG_DDTREE_MAX_TOPK": "4"}
+    assert out["expect_env"] == {"SGLANG_DDTREE_MAX_TOPK": "4"}
     assert out["expect"]["speculative_ddtree_budget"] == 8
-    assert out["expect"]["speculative_ddtree_max_topk"] == 4
+    assert out["expect"]["speculative_draft_window_size"] == 2048
+    assert not [key for key in out["expect"] if "topk" in key]
 
 
 def test_speculation_off_renders_no_speculative_flag() -> None:
@@ -113,7 +117,7 @@ def test_optional_serving_flags_appear_only_when_set() -> None:
     for flag, value in [
         ("--context-length", "32768"),
         ("--mem-fraction-static", "0.85"),
-        ("--cuda-graph-max-bs", "48"),
+        ("--cuda-graph-max-bs-decode", "48"),
         ("--max-running-requests", "48"),
         ("--served-model-name", "big-moe"),
     ]:
@@ -135,20 +139,90 @@ def test_systemd_quote_escapes_what_systemd_would_expand(raw: str, quoted: str) 
     assert filters.systemd_quote(raw) == quoted
 
 
-@pytest.mark.parametrize(
-    ("version", "dialect"),
-    [
-        ("0.5.11", "0.5.11"),
-        ("0.5.18", "0.5.11"),
-        ("0.5.19", "0.5.19"),
-        ("0.5.20", "0.5.20+"),
-        ("0.5.23", "0.5.20+"),
-        ("0.5.23+ddtree", "ddtree"),
-        ("0.6.0rc1", "0.5.20+"),
-        ("", "fallback"),
-        ("garbage", "fallback"),
-        ("0.5.10.post1", "unsupported:0.5.10.post1"),
-    ],
-)
-def test_dialect_for_version(version: str, dialect: str) -> None:
-    assert filters.sglang_dialect_for_version(version, "fallback") == dialect
+def option(dest: str, hidden: bool = False) -> dict[str, Any]:
+    return {"dest": dest, "hidden": hidden, "takes_value": True, "choices": None}
+
+
+BASE_OPTIONS = {
+    "--speculative-algorithm": option("speculative_algorithm"),
+    "--speculative-num-draft-tokens": option("speculative_num_draft_tokens"),
+    "--speculative-eagle-topk": option("speculative_eagle_topk"),
+}
+BASE_FIELDS = ["speculative_algorithm", "speculative_num_draft_tokens", "speculative_eagle_topk"]
+
+
+def facts(options: dict[str, Any], fields: list[str], algorithms: list[str], env=()) -> dict:
+    return {
+        "version": "9.9.9",
+        "build_id": "abc",
+        "options": {**BASE_OPTIONS, **options},
+        "fields": [*BASE_FIELDS, *fields],
+        "algorithms": algorithms,
+        "env": list(env),
+    }
+
+
+def test_discovery_on_a_fork_with_ddtree_and_only_the_old_window_flag() -> None:
+    fork = facts(
+        {
+            "--speculative-dflash-draft-window-size": option(
+                "speculative_dflash_draft_window_size"
+            ),
+            "--speculative-ddtree-budget": option("speculative_ddtree_budget"),
+        },
+        ["speculative_dflash_draft_window_size", "speculative_ddtree_budget"],
+        ["DDTREE", "DFLASH", "EAGLE"],
+        env=["SGLANG_DDTREE_MAX_TOPK"],
+    )
+    dialect = filters.sglang_dialect_discover(fork, CANDIDATES)
+    assert sorted(dialect["algorithms"]) == ["DDTREE", "DFLASH"]
+    out = filters.sglang_server_launch(
+        config(speculative_algorithm="DDTREE", budget=20, topk=3), dialect
+    )
+    words = flat(out["flags"])
+    assert words[words.index("--speculative-dflash-draft-window-size") + 1] == "2048"
+    assert words[words.index("--speculative-ddtree-budget") + 1] == "20"
+    assert out["expect"]["speculative_dflash_draft_window_size"] == 2048
+    assert out["expect_env"] == {"SGLANG_DDTREE_MAX_TOPK": "3"}
+    assert "9.9.9" in dialect["version"]
+
+
+def test_discovery_prefers_the_current_window_flag_and_expects_its_dest() -> None:
+    build = facts(
+        {
+            "--speculative-draft-window-size": option("speculative_draft_window_size"),
+            "--speculative-dflash-draft-window-size": option(
+                "speculative_draft_window_size", hidden=True
+            ),
+        },
+        ["speculative_draft_window_size"],
+        ["DFLASH", "NGRAM"],
+    )
+    out = filters.sglang_server_launch(config(), filters.sglang_dialect_discover(build, CANDIDATES))
+    words = flat(out["flags"])
+    assert "--speculative-draft-window-size" in words
+    assert "--speculative-dflash-draft-window-size" not in words
+    assert out["expect"]["speculative_draft_window_size"] == 2048
+
+
+def test_discovery_reports_what_a_build_cannot_express() -> None:
+    # DDTREE offered, but neither its budget flag nor its topk variable: unavailable, with reasons.
+    build = facts({}, [], ["DDTREE", "DFLASH"])
+    dialect = filters.sglang_dialect_discover(build, CANDIDATES)
+    assert "DDTREE" not in dialect["algorithms"]
+    reasons = " ".join(dialect["unavailable"]["DDTREE"])
+    assert "--speculative-ddtree-budget" in reasons and "SGLANG_DDTREE_MAX_TOPK" in reasons
+    assert "window" in " ".join(dialect["unavailable"]["DFLASH"])
+    offers = filters.sglang_build_offers(build)
+    assert "9.9.9" in offers and "--speculative-eagle-topk" in offers
+
+
+def test_a_flag_whose_dest_the_build_does_not_report_is_rendered_but_not_expected() -> None:
+    build = facts(
+        {"--speculative-draft-window-size": option("draft_window")},
+        [],
+        ["DFLASH"],
+    )
+    out = filters.sglang_server_launch(config(), filters.sglang_dialect_discover(build, CANDIDATES))
+    assert "--speculative-draft-window-size" in flat(out["flags"])
+    assert "draft_window" not in out["expect"]

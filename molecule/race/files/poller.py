@@ -1,6 +1,6 @@
 """Polls the server during a restart and records who answered what (JSON lines): race scenario.
 
-Stops 2 s after the first answer with the new topk, or after `seconds`.
+Stops 2 s after the first answer with the new DDTree budget, or after `seconds`.
 """
 
 import json
@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 url, key, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-new_topk = int(sys.argv[5])
+new_budget = int(sys.argv[5])
 headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
 
@@ -36,10 +36,10 @@ with open(out, "w") as sink:
         row = {
             "t": started,
             "info": status,
-            "topk": info.get("speculative_ddtree_max_topk"),
+            "budget": info.get("speculative_ddtree_budget"),
             "generate": gen_status,
         }
-        if row["topk"] == new_topk and first_new is None:
+        if row["budget"] == new_budget and first_new is None:
             first_new = started
         sink.write(json.dumps(row) + "\n")
         sink.flush()

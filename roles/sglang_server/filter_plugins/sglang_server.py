@@ -9,9 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 SPEC_PARAMS = ("budget", "topk", "window")
+SERVING_OPTIONS = (
+    "context_length",
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+)
 
 
-def _base_flags(cfg: dict[str, Any]) -> list[list[str]]:
+def _base_flags(cfg: dict[str, Any], serving: dict[str, str]) -> list[list[str]]:
     flags: list[list[str]] = [["--model-path", str(cfg["model_path"])]]
     if cfg.get("served_model_name"):
         flags.append(["--served-model-name", str(cfg["served_model_name"])])
@@ -20,24 +26,20 @@ def _base_flags(cfg: dict[str, Any]) -> list[list[str]]:
         ["--host", str(cfg["host"])],
         ["--port", str(cfg["port"])],
     ]
-    optional = (
-        ("context_length", "--context-length"),
-        ("mem_fraction_static", "--mem-fraction-static"),
-        ("cuda_graph_max_bs", "--cuda-graph-max-bs"),
-        ("max_running_requests", "--max-running-requests"),
-    )
-    for key, flag in optional:
+    for key in SERVING_OPTIONS:
         value = cfg.get(key) or 0
         if float(value) > 0:
-            flags.append([flag, str(value)])
+            flags.append([serving.get(key) or "--" + key.replace("_", "-"), str(value)])
     if cfg.get("enable_metrics"):
         flags.append(["--enable-metrics"])
     return flags
 
 
 def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[str, Any]:
-    """Returns {flags: [[flag, value?]...], env: {NAME: value}, expect: {info key: value}}."""
-    flags = _base_flags(cfg)
+    """Returns {flags: [[flag, value?]...], env: {NAME: value}, expect: {info key: value},
+    expect_env: {NAME: value}}: parameters set through the environment are checked in the new
+    process's environment, never in /server_info."""
+    flags = _base_flags(cfg, dialect.get("serving") or {})
     env: dict[str, str] = {}
     expect: dict[str, Any] = {
         "model_path": str(cfg["model_path"]),
@@ -62,11 +64,12 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
                 flags.append([rule["flag"], str(value)])
             elif rule.get("env"):
                 env[rule["env"]] = str(value)
+                continue
             if rule.get("info"):
                 expect[rule["info"]] = value
     for extra in cfg.get("extra_flags") or []:
         flags.append([str(extra)])
-    return {"flags": flags, "env": env, "expect": expect}
+    return {"flags": flags, "env": env, "expect": expect, "expect_env": dict(env)}
 
 
 def systemd_quote(value: Any) -> str:
@@ -77,29 +80,98 @@ def systemd_quote(value: Any) -> str:
     return f'"{text}"'
 
 
-def sglang_dialect_for_version(version: str, fallback: str) -> str:
-    """Maps an installed SGLang version string to a built-in dialect name."""
-    text = (version or "").strip()
-    if not text:
-        return fallback
-    if "ddtree" in text.lower():
-        return "ddtree"
-    numbers: list[int] = []
-    for part in text.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        numbers.append(int(digits))
-    if len(numbers) < 3:
-        return fallback
-    release = tuple(numbers)
-    if release >= (0, 5, 20):
-        return "0.5.20+"
-    if release >= (0, 5, 19):
-        return "0.5.19"
-    if release >= (0, 5, 11):
-        return "0.5.11"
-    return f"unsupported:{text}"
+def _choose(candidates: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The first candidate rule this build offers, with the /server_info field it reports."""
+    options = facts.get("options") or {}
+    fields = set(facts.get("fields") or [])
+    env_names = set(facts.get("env") or [])
+    for candidate in candidates:
+        rule = dict(candidate)
+        if "flag" in rule:
+            option = options.get(rule["flag"])
+            if not option or not option.get("takes_value", True):
+                continue
+            rule.pop("info", None)
+            if option["dest"] in fields:
+                rule["info"] = option["dest"]
+            return rule
+        if "env" in rule:
+            if rule["env"] in env_names:
+                rule.pop("info", None)
+                return rule
+            continue
+        if rule.get("info") not in fields:
+            rule.pop("info", None)
+        return rule
+    return None
+
+
+def _describe(candidate: dict[str, Any]) -> str:
+    if "flag" in candidate:
+        return f"flag {candidate['flag']}"
+    if "env" in candidate:
+        return f"environment variable {candidate['env']}"
+    return f"fixed value {candidate.get('choices')}"
+
+
+def sglang_dialect_discover(
+    facts: dict[str, Any], candidates: dict[str, Any], serving: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
+    """A dialect (the shape of vars/dialects.yml) chosen from what the installed build offers.
+
+    `facts` is the output of files/sglang-build-facts.py. Algorithms the build has but cannot be
+    given every parameter of land in `unavailable` with the reason, and serving options it has no
+    flag for in `unavailable_serving`, for preflight to report.
+    """
+    offered = set(facts.get("algorithms") or [])
+    options = facts.get("options") or {}
+    dialect: dict[str, Any] = {
+        "version": f"discovered from sglang {facts.get('version')} (build {facts.get('build_id')})",
+        "algorithms": {},
+        "unavailable": {},
+        "serving": {},
+        "unavailable_serving": [],
+    }
+    for key, flags in (serving or {}).items():
+        found = [flag for flag in flags if flag in options]
+        if found:
+            dialect["serving"][key] = found[0]
+        else:
+            dialect["unavailable_serving"].append(f"{key} (none of: {', '.join(flags)})")
+    for algorithm, rules in candidates.items():
+        if algorithm not in offered:
+            continue
+        spec: dict[str, Any] = {
+            "value": algorithm,
+            "needs_drafter": bool(rules.get("needs_drafter")),
+        }
+        missing = []
+        for param in SPEC_PARAMS:
+            if param not in rules:
+                continue
+            rule = _choose(rules[param], facts)
+            if rule is None:
+                tried = ", ".join(_describe(c) for c in rules[param])
+                missing.append(f"{param} (none of: {tried})")
+            else:
+                spec[param] = rule
+        if missing:
+            dialect["unavailable"][algorithm] = missing
+        else:
+            dialect["algorithms"][algorithm] = spec
+    return dialect
+
+
+def sglang_build_offers(facts: dict[str, Any]) -> str:
+    """What a build offers for speculative decoding, for error messages."""
+    options = sorted(o for o in (facts.get("options") or {}) if o.startswith("--speculative-"))
+    env_names = sorted(n for n in (facts.get("env") or []) if "DDTREE" in n or "TOPK" in n)
+    algorithms = ", ".join(facts.get("algorithms") or [])
+    return (
+        f"sglang {facts.get('version')} offers algorithms {algorithms};"
+        f" speculative flags {' '.join(options) or 'none'}"
+        + (f"; environment {' '.join(env_names)}" if env_names else "")
+    )
 
 
 class FilterModule:
@@ -107,5 +179,6 @@ class FilterModule:
         return {
             "sglang_server_launch": sglang_server_launch,
             "systemd_quote": systemd_quote,
-            "sglang_dialect_for_version": sglang_dialect_for_version,
+            "sglang_dialect_discover": sglang_dialect_discover,
+            "sglang_build_offers": sglang_build_offers,
         }
