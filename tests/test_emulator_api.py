@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from conftest import EmulatorProcess, ModelDirs, StartEmulator
+from sglang_emulator.flags import server_args_fields
 
 KEY = "test-key"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -270,3 +271,91 @@ def test_fixed_timings(start_emulator: StartEmulator, model_dirs: ModelDirs):
     gaps = [b[0] - a[0] for a, b in zip(rec["chunks"], rec["chunks"][1:], strict=False)]
     assert min(gaps) >= 0.04  # never faster than the fixed step
     assert statistics.median(gaps) < 0.2  # generous: a noisy 2-core machine
+
+
+# Per emulated release: /server_info's extra keys (http_server.py `server_info`), the
+# speculative meta_info names (TokenizerManager._calculate_spec_decoding_metrics) and the
+# metric series (observability/metrics_collector.py). tests/releases checks the same against
+# the real releases' source.
+VERSION_SHAPES = {
+    "0.5.11": {
+        "info": {"status", "max_total_num_tokens", "max_req_input_len", "internal_states",
+                 "version"},
+        "meta": {"spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"},
+        "no_meta": {"spec_num_correct_drafts", "spec_num_proposed_drafts",
+                    "spec_correct_drafts_histogram", "num_retractions", "weight_versions"},
+        "no_metrics": {"sglang:spec_verify_calls_total", "sglang:startup_time_seconds"},
+    },
+    "0.5.15": {
+        "info": {"status", "max_total_num_tokens", "max_req_input_len", "internal_states",
+                 "version", "kv_events"},
+        "meta": {"spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram",
+                 "spec_num_correct_drafts", "spec_num_proposed_drafts",
+                 "spec_correct_drafts_histogram"},
+        "no_meta": {"total_retractions", "weight_versions"},
+        "no_metrics": {"sglang:startup_time_seconds"},
+    },
+    "0.5.19": {
+        "info": {"status", "max_total_num_tokens", "max_req_input_len", "internal_states",
+                 "version", "kv_events", "startup_time"},
+        "meta": {"spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram",
+                 "spec_num_correct_drafts", "spec_num_proposed_drafts",
+                 "spec_correct_drafts_histogram", "weight_versions"},
+        "no_meta": {"first_token_latency", "storage_prefetch_wait"},
+        "no_metrics": set(),
+    },
+    "0.5.23": {
+        "info": {"status", "max_total_num_tokens", "max_req_input_len", "internal_states",
+                 "version", "kv_events", "startup_time", "launch_command", "frontend",
+                 "hicache_object_layout"},
+        "meta": {"spec_num_correct_drafts", "spec_num_proposed_drafts",
+                 "spec_correct_drafts_histogram", "first_token_latency"},
+        "no_meta": {"spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"},
+        "no_metrics": set(),
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", list(VERSION_SHAPES))
+def test_shapes_per_version(start_emulator: StartEmulator, model_dirs: ModelDirs, version: str):
+    shape = VERSION_SHAPES[version]
+    window = (
+        "--speculative-dflash-draft-window-size"
+        if version == "0.5.11"
+        else ("--speculative-draft-window-size")
+    )
+    flags = ["--model-path", str(model_dirs.model), "--speculative-algorithm", "DFLASH",
+             "--speculative-draft-model-path", str(model_dirs.drafter), window, "2048",
+             "--enable-metrics"]  # fmt: skip
+    emu = start_emulator(flags, env={"SGLANG_EMU_VERSION": version, "SGLANG_EMU_TIME_SCALE": "0"})
+    info = emu.get("/server_info").json()
+    assert info["version"] == version
+    assert set(info) - set(server_args_fields(version)) == shape["info"]
+    meta = generate(emu, CODE, 32)["meta_info"]
+    assert {"spec_verify_ct", "spec_accept_length", "spec_accept_rate"} <= set(meta)
+    assert shape["meta"] <= set(meta), shape["meta"] - set(meta)
+    assert not shape["no_meta"] & set(meta), shape["no_meta"] & set(meta)
+    text = emu.get("/metrics").body.decode()
+    for name in set(METRIC_NAMES) - shape["no_metrics"]:
+        assert f"# TYPE {name} " in text, name
+    for name in shape["no_metrics"]:
+        assert name not in text, name
+
+
+def test_ddtree_fork_end_to_end(start_emulator: StartEmulator, model_dirs: ModelDirs):
+    flags = ["--model-path", str(model_dirs.model), "--speculative-algorithm", "DDTREE",
+             "--speculative-draft-model-path", str(model_dirs.drafter),
+             "--speculative-ddtree-budget", "32",
+             "--speculative-dflash-draft-window-size", "2048"]  # fmt: skip
+    env = {"SGLANG_EMU_VERSION": "ddtree", "SGLANG_DDTREE_MAX_TOPK": "4",
+           "SGLANG_EMU_TIME_SCALE": "0"}  # fmt: skip
+    emu = start_emulator(flags, env=env)
+    info = emu.get("/server_info").json()
+    assert info["version"] == "0.5.23+ddtree"
+    assert info["speculative_algorithm"] == "DDTREE"
+    assert info["speculative_ddtree_budget"] == 32
+    assert info["speculative_draft_window_size"] == 2048
+    assert "speculative_ddtree_max_topk" not in info  # SGLANG_DDTREE_MAX_TOPK: env only
+    meta = generate(emu, CODE, 48)["meta_info"]
+    assert meta["spec_num_proposed_drafts"] == meta["spec_verify_ct"] * 32  # verify width 33
+    assert meta["spec_accept_length"] > 1

@@ -13,9 +13,11 @@ DFLASH = SpecShape(algorithm="DFLASH", num_draft_tokens=16, window=2048)
 OFF = SpecShape()
 
 
-def ddtree(budget: int = 16, topk: int = 6, window: int | None = 2048) -> SpecShape:
+def ddtree(
+    budget: int | None = 16, max_topk: int = 6, window: int | None = 2048, block: int = 16
+) -> SpecShape:
     return SpecShape(
-        algorithm="DDTREE", num_draft_tokens=16, topk=topk, budget=budget, window=window
+        algorithm="DDTREE", num_draft_tokens=block, budget=budget, window=window, max_topk=max_topk
     )
 
 
@@ -34,10 +36,43 @@ def test_step_time_grows_with_batch_and_context():
     assert m.step_ms(16, 16_000) < m.step_ms(16, 160_000)
 
 
-def test_step_time_grows_with_ddtree_budget_and_topk():
+def test_step_time_grows_with_ddtree_budget_and_width():
     steps = [model(ddtree(budget=b)).step_ms(32, 64_000) for b in (4, 8, 16, 32, 64)]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
-    assert model(ddtree(topk=2)).step_ms(32, 64_000) < model(ddtree(topk=8)).step_ms(32, 64_000)
+    # A wider tree (a higher SGLANG_DDTREE_MAX_TOPK cap at a budget that reaches it) costs more.
+    wide, narrow = model(ddtree(64, max_topk=8)), model(ddtree(64, max_topk=2))
+    assert narrow.step_ms(32, 64_000) < wide.step_ms(32, 64_000)
+
+
+@pytest.mark.parametrize(
+    ("budget", "max_topk", "block", "width"),
+    [
+        (None, 6, 16, 1),  # default budget: block - 1, a plain chain
+        (4, 6, 16, 1),
+        (15, 8, 16, 1),  # at most block - 1: a chain whatever the cap
+        (16, 6, 16, 2),  # above: min(max(budget // 15 + 1, 2), MAX_TOPK)
+        (30, 6, 16, 3),
+        (64, 6, 16, 5),
+        (64, 4, 16, 4),  # MAX_TOPK only caps it
+        (200, 6, 16, 6),
+        (7, 6, 8, 1),  # block 8: the depth is 7
+        (8, 6, 8, 2),
+        (40, 6, 8, 6),
+    ],
+)
+def test_ddtree_tree_width_follows_the_fork(budget, max_topk, block, width):
+    spec = ddtree(budget, max_topk=max_topk, block=block)
+    assert spec.width == width
+    assert spec.verify_width == (block - 1 if budget is None else budget) + 1
+
+
+def test_ddtree_topk_has_no_effect_on_a_chain_budget():
+    for budget in (4, 8, 15):
+        low, high = ddtree(budget, max_topk=1), ddtree(budget, max_topk=8)
+        assert expected_accept_length(low, "chat", 1000) == expected_accept_length(
+            high, "chat", 1000
+        )
+        assert model(low).step_ms(16, 16_000) == model(high).step_ms(16, 16_000)
 
 
 def test_step_time_grows_with_the_drafter_window():
@@ -70,12 +105,33 @@ def test_speculation_off_is_one_token_per_step():
     assert all(m.sample_step(rng, "code", 100) == 0 for _ in range(100))
 
 
-def test_ddtree_topk_raises_acceptance_and_budget_raises_acceptance():
-    assert expected_accept_length(ddtree(topk=6), "chat", 1000) > expected_accept_length(
-        ddtree(topk=1), "chat", 1000
+def test_ddtree_width_raises_acceptance_and_budget_raises_acceptance():
+    assert expected_accept_length(ddtree(64, max_topk=6), "chat", 1000) > expected_accept_length(
+        ddtree(64, max_topk=1), "chat", 1000
     )
-    by_budget = [expected_accept_length(ddtree(budget=b), "code", 1000) for b in (4, 8, 16, 32)]
-    assert by_budget == sorted(by_budget)
+    budgets = (4, 8, 15, 16, 32, 64)
+    by_budget = [expected_accept_length(ddtree(budget=b), "code", 1000) for b in budgets]
+    assert by_budget == sorted(by_budget) and len(set(by_budget)) == len(by_budget)
+
+
+def test_ddtree_budget_has_an_optimum():
+    # Acceptance saturates (the width is capped by SGLANG_DDTREE_MAX_TOPK, the depth by the
+    # block) while the verify cost keeps growing: tokens/s peaks inside the budget range, and
+    # at a smaller budget for a bigger batch.
+    budgets = [4, 8, 12, 15, 16, 24, 32, 48, 64, 96, 128, 192]
+
+    def best(batch: int) -> int:
+        def rate(b: int) -> float:
+            spec = ddtree(b)
+            return expected_accept_length(spec, "code", 2000) / model(spec).step_ms(
+                batch, batch * 2000
+            )
+
+        return max(budgets, key=rate)
+
+    single, loaded = best(1), best(32)
+    assert budgets[0] < single < budgets[-1]
+    assert budgets[0] < loaded < single
 
 
 def test_window_has_an_optimum_at_the_trained_size_for_long_contexts():

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from conftest import EmulatorProcess, ModelDirs, StartEmulator
+from sglang_emulator.settings import Settings
 
 INFO = ("/v1/models", "/model_info", "/server_info")
 HEALTH = ("/health", "/health_generate", "/ready")
@@ -208,7 +209,23 @@ def test_drain_waits_for_hung_requests_until_a_health_check_fails(
     )  # fmt: skip
     with pytest.raises(TimeoutError):
         emu.post("/generate", GEN, timeout=0.5)
+    assert emu.get("/ready").status == 200
     assert emu.get("/health_generate", timeout=5).status == 503  # the check fails
+    # ServerStatus.UnHealthy: TokenizerManager.is_ready() is false from now on.
+    assert emu.get("/ready").status == 503
     emu.signal(signal.SIGTERM)
     assert emu.wait_exit(timeout=5) == 0
     assert "Signal SIGTERM received while health check failed. Force exiting." in emu.log()
+
+
+@pytest.mark.parametrize("raw", ["0", "-1"])
+def test_warmup_timeout_not_positive_means_600_s(
+    start_emulator: StartEmulator, model_dirs: ModelDirs, raw: str
+):
+    # SGLANG_WARMUP_TIMEOUT is an EnvFloat(-1); the warm-up request takes it only when > 0,
+    # else 600 s (0.5.23 entrypoints/http_server.py:2491-2498).
+    assert Settings.from_env({"SGLANG_WARMUP_TIMEOUT": raw}).warmup_timeout == 600.0
+    assert Settings.from_env({"SGLANG_WARMUP_TIMEOUT": "30"}).warmup_timeout == 30.0
+    emu = start_emulator(dflash(model_dirs), env={"SGLANG_WARMUP_TIMEOUT": raw})
+    assert emu.get("/ready").status == 200
+    assert "Initialization failed" not in emu.log()

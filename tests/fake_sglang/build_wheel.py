@@ -3,9 +3,13 @@
 
     python3 tests/fake_sglang/build_wheel.py DEST_DIR
 
-Writes DEST_DIR/sglang-0.5.23-py3-none-any.whl holding src/sglang and a copy of the project's
-emulator (tests/emulator/sglang_emulator), so a venv built from a wheelhouse serves the emulator
-exactly where a GPU host runs SGLang, and `importlib.metadata.version("sglang")` answers 0.5.23.
+Writes DEST_DIR/sglang-0.5.23-py3-none-any.whl holding src/sglang (every *.py under it) and a copy
+of the project's emulator (tests/emulator/sglang_emulator), so a venv built from a wheelhouse
+serves the emulator exactly where a GPU host runs SGLang, and `importlib.metadata.version("sglang")`
+answers 0.5.23. What the build says of itself follows SGLANG_EMU_VERSION at run time, as the
+emulator does: `sglang.version.__version__` (e.g. 0.5.15, 0.5.23+ddtree) and, for the role's
+discovery script (roles/sglang_server/files/sglang-build-facts.py), `sglang.srt.server_args`
+(ServerArgs fields and add_cli_args) and `sglang.srt.speculative.spec_info` (SpeculativeAlgorithm).
 Byte-for-byte reproducible (fixed timestamps, sorted entries): the same sources give the same wheel.
 Stdlib only; no build backend, no network.
 """

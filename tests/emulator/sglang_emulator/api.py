@@ -62,6 +62,16 @@ EMBEDDING_INFO: dict[str, Any] = {
 }
 
 
+# SGLang 0.5.23's scheduler_info "hicache_object_layout" without a hierarchical cache (recorded).
+HICACHE_DISABLED: dict[str, Any] = {
+    "enabled": False,
+    "backend": None,
+    "page_size": 1,
+    "hicache_object_layout": {"pools": []},
+    "reason": "Hierarchical cache is disabled",
+}
+
+
 class RequestError(ValueError):
     pass
 
@@ -77,7 +87,7 @@ class Emulator:
         self.startup_time: dict[str, Any] = {}
         self.model_config: dict[str, Any] = {}
         self.model_context_length = 0  # from config.json; used when --context-length is unset
-        self.spec = SpecShape.from_args(args)
+        self.spec = SpecShape.from_args(args, settings.ddtree_max_topk)
         self.stats = ServerStats()
         self.cache = PrefixCache(enabled=not args.get("disable_radix_cache"))
         self.scheduler: Scheduler | None = None
@@ -152,6 +162,7 @@ class Emulator:
         while time.time() < tic + timeout:
             await asyncio.sleep(min(1.0, timeout))
             if self.sched.last_output > tic or probe.finished:
+                self.unhealthy = False  # SGLang sets ServerStatus.Up again (http_server.py:784)
                 return bare_response(200)
         log(
             "Health check failed. Server couldn't get a response from detokenizer for last "
@@ -163,7 +174,10 @@ class Emulator:
     async def ready(self, req: Request, conn: Connection) -> Response:
         if not self.settings.has_ready_endpoint:
             return NOT_FOUND
-        return bare_response(200 if self.phase == Phase.READY else 503)
+        # TokenizerManager.is_ready (0.5.23 managers/tokenizer_manager.py:729-734): started, not
+        # shutting down, and no failed health check since the last good one.
+        ready = self.phase == Phase.READY and not self.unhealthy
+        return bare_response(200 if ready else 503)
 
     # -- information -----------------------------------------------------------------------
     async def models(self, req: Request, conn: Connection) -> Response:
@@ -230,20 +244,35 @@ class Emulator:
                 "Endpoint '/get_server_info' is deprecated and will be removed in a future "
                 "version. Please use '/server_info' instead."
             )
+        return json_response(self.server_info_body())
+
+    def server_info_body(self) -> dict[str, Any]:
+        """The ServerArgs fields, then the keys the version's http_server `server_info` adds:
+        0.5.11 (http_server.py:640) scheduler_info, internal_states, version; kv_events from
+        0.5.13; startup_time from 0.5.17; launch_command from 0.5.20; frontend from 0.5.21;
+        from 0.5.22 through build_server_info (utils/common.py), hicache_object_layout in
+        0.5.23's scheduler_info (managers/scheduler.py:1950)."""
+        r = self.settings.release
         info = dict(self.args)
-        info.update(
-            {
-                "launch_command": self.launch_command,
-                "status": "ready",
-                "max_total_num_tokens": 1_000_000,
-                "max_req_input_len": self.context_len - 1,
-                "startup_time": self.startup_time,
-                "internal_states": [self.internal_state()],
-                "version": self.settings.version_string,
-                "frontend": "python",
-            }
-        )
-        return json_response(info)
+        if r >= (0, 5, 20):
+            info["launch_command"] = self.launch_command
+        # The scheduler's get_init_info (managers/scheduler.py)
+        info["status"] = "ready"
+        info["max_total_num_tokens"] = 1_000_000
+        info["max_req_input_len"] = self.context_len - 1
+        if r >= (0, 5, 17):
+            info["startup_time"] = self.startup_time
+        if r >= (0, 5, 23):
+            info["hicache_object_layout"] = HICACHE_DISABLED
+        if r >= (0, 5, 22):
+            info["kv_events"] = None
+        info["internal_states"] = [self.internal_state()]
+        info["version"] = self.settings.version_string
+        if (0, 5, 13) <= r < (0, 5, 22):
+            info["kv_events"] = None
+        if r >= (0, 5, 21):
+            info["frontend"] = "python"
+        return info
 
     async def flush_cache(self, req: Request, conn: Connection) -> Response:
         if self.sched.busy:
@@ -282,7 +311,9 @@ class Emulator:
     async def metrics(self, req: Request, conn: Connection) -> Response:
         if not self.args.get("enable_metrics"):
             return NOT_FOUND
-        body = metrics.render(self.stats, self.sched, self.model_name, self.startup_time)
+        body = metrics.render(
+            self.stats, self.sched, self.model_name, self.startup_time, self.settings.release
+        )
         return Response(200, body.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     async def emulator_requests(self, req: Request, conn: Connection) -> Response:
@@ -321,8 +352,11 @@ class Emulator:
     def meta_info(
         self, r: GenRequest, finished: bool, stream_first: bool = False
     ) -> dict[str, Any]:
-        """SGLang 0.5.23's meta_info keys, in its order: timing keys only in the last answer,
-        `response_sent_to_client_ts` also in a stream's first chunk."""
+        """SGLang's meta_info keys, in 0.5.23's order (managers/tokenizer_manager.py:2507-2620,
+        observability/req_time_stats.py), named and present as in the emulated release: timing
+        keys only in the last answer, `response_sent_to_client_ts` also in a stream's first
+        chunk."""
+        rel = self.settings.release
         n = r.completion_tokens
         first = r.first_token or time.time()
         meta: dict[str, Any] = {
@@ -330,17 +364,19 @@ class Emulator:
             "finish_reason": {"type": "length", "length": n} if finished else None,
             "prompt_tokens": len(r.prompt_ids),
             "weight_version": "default",
-            "num_retractions": 0,
-            "storage_prefetch_wait": 0.0,
-            "storage_staging_wait": 0.0,
-            "forward_entry_time": r.arrival,
-            "prefill_finished_time": first,
-            "queue_time": 0.0,
-            "reasoning_tokens": 0,
-            "completion_tokens": n,
-            "cached_tokens": r.cached_tokens,
+            # 0.5.11 tokenizer_manager.py:1666 "total_retractions"; renamed in 0.5.12
+            ("num_retractions" if rel >= (0, 5, 12) else "total_retractions"): 0,
         }
-        if finished:
+        if rel >= (0, 5, 22):  # observability/req_time_stats.py:1218-1222
+            meta["storage_prefetch_wait"] = 0.0
+            meta["storage_staging_wait"] = 0.0
+        meta["forward_entry_time"] = r.arrival
+        meta["prefill_finished_time"] = first
+        meta["queue_time"] = 0.0
+        meta["reasoning_tokens"] = 0
+        meta["completion_tokens"] = n
+        meta["cached_tokens"] = r.cached_tokens
+        if finished and rel >= (0, 5, 19):  # utils/weight_versions.py:99 (0.5.19 on)
             meta["weight_versions"] = [{"version": "default", "start": 0, "end": n}]
         meta["cached_tokens_details"] = (
             {"device": r.cached_tokens, "host": 0} if r.cached_tokens else None
@@ -352,20 +388,44 @@ class Emulator:
             end = r.finish or time.time()
             meta["e2e_latency"] = end - r.arrival
             meta["request_received_ts"] = r.arrival
-            meta["first_token_latency"] = first - r.arrival
+            if rel >= (0, 5, 21):
+                meta["first_token_latency"] = first - r.arrival
             meta["api_server_dispatch_finish_ts"] = r.arrival
             meta["response_sent_to_client_ts"] = end
             meta["request_finished_ts"] = end
             decode_s = end - first
             meta["decode_throughput"] = (n - 1) / decode_s if n > 1 and decode_s > 0 else 0.0
             if self.spec.enabled and r.verify_ct > 0:
-                proposed = r.verify_ct * self.spec.proposed_per_step
-                meta["spec_accept_rate"] = r.correct_drafts / proposed if proposed else 0.0
-                meta["spec_accept_length"] = n / r.verify_ct
-                meta["spec_num_correct_drafts"] = r.correct_drafts
-                meta["spec_num_proposed_drafts"] = proposed
-                meta["spec_verify_ct"] = r.verify_ct
-                meta["spec_correct_drafts_histogram"] = list(r.histogram)
+                meta.update(self._spec_meta(r, rel))
+        return meta
+
+    def _spec_meta(self, r: GenRequest, rel: tuple[int, ...]) -> dict[str, Any]:
+        """TokenizerManager._calculate_spec_decoding_metrics: 0.5.11 names three keys
+        differently (tokenizer_manager.py:2102-2118); 0.5.12-0.5.20 write both names (the old
+        ones as "backward-compat aliases", 0.5.15 tokenizer_manager.py:2360-2386, 0.5.19
+        :2811-2856); 0.5.21 on only the new ones (0.5.23 :3164-3202)."""
+        proposed = r.verify_ct * self.spec.proposed_per_step
+        correct = r.correct_drafts
+        meta: dict[str, Any] = {
+            "spec_accept_rate": correct / proposed if proposed else 0.0,
+            "spec_accept_length": r.completion_tokens / r.verify_ct,
+        }
+        if rel < (0, 5, 12):
+            meta["spec_accepted_drafts"] = correct
+            meta["spec_proposed_drafts"] = proposed
+            meta["spec_verify_ct"] = r.verify_ct
+            meta["spec_accept_histogram"] = list(r.histogram)
+            return meta
+        meta["spec_num_correct_drafts"] = correct
+        meta["spec_num_proposed_drafts"] = proposed
+        meta["spec_verify_ct"] = r.verify_ct
+        aliases = rel < (0, 5, 21)
+        if aliases:
+            meta["spec_accepted_drafts"] = correct
+            meta["spec_proposed_drafts"] = proposed
+        meta["spec_correct_drafts_histogram"] = list(r.histogram)
+        if aliases:
+            meta["spec_accept_histogram"] = list(r.histogram)
         return meta
 
     async def _run(self, r: GenRequest) -> None:
@@ -456,7 +516,8 @@ class Emulator:
         }
 
     def _sglext(self, r: GenRequest, body: dict[str, Any]) -> dict[str, Any] | None:
-        if not body.get("return_spec_tokens_details"):
+        # return_spec_tokens_details: from 0.5.19 (entrypoints/openai/protocol.py:356)
+        if not body.get("return_spec_tokens_details") or self.settings.release < (0, 5, 19):
             return None
         meta = self.meta_info(r, True)
         if "spec_verify_ct" not in meta:

@@ -33,7 +33,16 @@ def _histogram(out: list[str], name: str, help_: str, h: Histogram, base: dict[s
     out.append(f"{name}_count{_labels(None, base)} {h.n}")
 
 
-def render(stats: ServerStats, sched: Scheduler, model_name: str, startup: dict[str, Any]) -> str:
+def render(
+    stats: ServerStats,
+    sched: Scheduler,
+    model_name: str,
+    startup: dict[str, Any],
+    release: tuple[int, ...] = (0, 5, 23),
+) -> str:
+    """The series the emulated release has: sglang:spec_verify_calls_total from 0.5.13, and
+    sglang:startup_time_seconds from 0.5.17 (0.5.19 observability/metrics_collector.py:1508,
+    :1531); 0.5.11 has neither."""
     base = {"model_name": model_name, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0"}
     out: list[str] = []
     _metric(
@@ -77,9 +86,10 @@ def render(stats: ServerStats, sched: Scheduler, model_name: str, startup: dict[
         stats.accept_rate,
         base,
     )
-    if stats.verify_calls > 0:  # SGLang increments it only for spec_verify_ct > 0, and its
-        # multiprocess collector shows no series before the first increment (speculation off:
-        # never), so bench's accept_length stays undefined there too
+    # SGLang increments it only for spec_verify_ct > 0, and its multiprocess collector shows no
+    # series before the first increment (speculation off: never), so bench's accept_length stays
+    # undefined there too (and on 0.5.11-0.5.12, which have no such counter).
+    if stats.verify_calls > 0 and release >= (0, 5, 13):
         _metric(
             out,
             "sglang:spec_verify_calls_total",
@@ -125,9 +135,10 @@ def render(stats: ServerStats, sched: Scheduler, model_name: str, startup: dict[
         stats.e2e,
         base,
     )
-    out.append("# HELP sglang:startup_time_seconds Start-up time per phase.")
-    out.append("# TYPE sglang:startup_time_seconds gauge")
-    for phase in ("load_weight", "kv_cache_allocation", "scheduler_e2e", "tokenizer_e2e"):
-        value = float(startup.get(phase) or 0.0)
-        out.append(f"sglang:startup_time_seconds{_labels({'phase': phase}, base)} {value}")
+    if release >= (0, 5, 17):
+        out.append("# HELP sglang:startup_time_seconds Start-up time per phase.")
+        out.append("# TYPE sglang:startup_time_seconds gauge")
+        for phase in ("load_weight", "kv_cache_allocation", "scheduler_e2e", "tokenizer_e2e"):
+            value = float(startup.get(phase) or 0.0)
+            out.append(f"sglang:startup_time_seconds{_labels({'phase': phase}, base)} {value}")
     return "\n".join(out) + "\n"

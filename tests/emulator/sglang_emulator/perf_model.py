@@ -36,30 +36,29 @@ class SpecShape:
     """The speculative-decoding configuration the model needs, from resolved server args."""
 
     algorithm: str | None = None
-    num_draft_tokens: int = 1
-    topk: int = 1
-    budget: int | None = None
+    num_draft_tokens: int = 1  # DFLASH/DDTREE: the block size
+    topk: int = 1  # --speculative-eagle-topk (EAGLE family); DDTREE derives its width instead
+    budget: int | None = None  # --speculative-ddtree-budget (None: the fork's default)
     window: int | None = None
     num_steps: int = 1
+    max_topk: int = 6  # SGLANG_DDTREE_MAX_TOPK: an environment variable, not a server argument
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> SpecShape:
+    def from_args(cls, args: dict[str, Any], ddtree_max_topk: int = 6) -> SpecShape:
         algo = args.get("speculative_algorithm")
         if algo is None:
             return cls()
         window = args.get("speculative_draft_window_size")
         if window is None:
             window = args.get("speculative_dflash_draft_window_size")
-        topk = args.get("speculative_eagle_topk") or 1
-        if algo == "DDTREE":
-            topk = args.get("speculative_ddtree_max_topk") or 6
         return cls(
             algorithm=algo,
             num_draft_tokens=int(args.get("speculative_num_draft_tokens") or 1),
-            topk=int(topk),
+            topk=int(args.get("speculative_eagle_topk") or 1),
             budget=args.get("speculative_ddtree_budget"),
             window=window,
             num_steps=int(args.get("speculative_num_steps") or 1),
+            max_topk=ddtree_max_topk,
         )
 
     @property
@@ -67,11 +66,34 @@ class SpecShape:
         return self.algorithm is not None
 
     @property
+    def draft_depth(self) -> int:
+        """Draft positions per block (DFLASH/DDTREE): block size - 1."""
+        return max(self.num_draft_tokens - 1, 1)
+
+    @property
+    def ddtree_budget(self) -> int:
+        """Tree nodes besides the root; the fork's worker defaults it to block size - 1."""
+        return int(self.budget) if self.budget is not None else self.draft_depth
+
+    @property
+    def width(self) -> int:
+        """Candidates per position. DDTREE, as the fork's tree builder does it
+        (ddtree_utils.build_ddtree_tree): a budget of at most the draft depth (block - 1) is a
+        plain chain, topk has no effect; above it the width is
+        min(max(budget // depth + 1, 2), SGLANG_DDTREE_MAX_TOPK), so MAX_TOPK only caps it."""
+        if self.algorithm != "DDTREE":
+            return self.topk
+        budget, depth = self.ddtree_budget, self.draft_depth
+        if budget <= depth:
+            return 1
+        return max(1, min(max(budget // depth + 1, 2), self.max_topk))
+
+    @property
     def verify_width(self) -> int:
         if not self.enabled:
             return 1
         if self.algorithm == "DDTREE":
-            return int(self.budget or self.num_draft_tokens) + 1
+            return self.ddtree_budget + 1
         return self.num_draft_tokens
 
     @property
@@ -84,10 +106,9 @@ class SpecShape:
         if not self.enabled:
             return 0
         if self.algorithm == "DDTREE":
-            budget = int(self.budget or self.num_draft_tokens)
-            # Branches spend budget: a wider tree is a shallower one.
-            depth = round(budget / (1.0 + 0.15 * (self.topk - 1)))
-            return max(1, min(self.num_draft_tokens - 1, depth))
+            # Branches spend budget: a wider tree is a shallower one (a chain: the budget).
+            depth = round(self.ddtree_budget / (1.0 + 0.15 * (self.width - 1)))
+            return max(1, min(self.draft_depth, depth))
         if self.algorithm in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"):
             return min(self.num_steps, self.num_draft_tokens - 1)
         return self.num_draft_tokens - 1
@@ -118,8 +139,8 @@ def accept_probability(spec: SpecShape, category: str, context: int) -> float:
         p *= 0.9
     elif spec.algorithm == "NGRAM":
         p *= 0.6
-    if spec.topk > 1:  # more candidates per position: a miss is less likely
-        p = 1.0 - (1.0 - p) * spec.topk**-0.35
+    if spec.width > 1:  # more candidates per position: a miss is less likely
+        p = 1.0 - (1.0 - p) * spec.width**-0.35
     return min(p, 0.995)
 
 
@@ -156,7 +177,7 @@ class PerfModel:
     def step_ms(self, batch: int, total_context: int) -> float:
         spec = self.spec
         width = spec.verify_width
-        tree = 1.0 + TOPK_VERIFY_COST * (spec.topk - 1) if spec.algorithm == "DDTREE" else 1.0
+        tree = 1.0 + TOPK_VERIFY_COST * (spec.width - 1) if spec.algorithm == "DDTREE" else 1.0
         ms = STEP_BASE_MS + VERIFY_MS_PER_TOKEN * batch * width * tree
         ms += KV_MS_PER_TOKEN * total_context * (1.0 + 0.05 * (width - 1))
         if spec.enabled:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import VERSIONS
+from . import VERSIONS, release
 
 
 def _float(env: dict[str, str], name: str, default: float) -> float:
@@ -33,6 +33,19 @@ def _env_bool(env: dict[str, str], name: str, default: bool) -> tuple[bool, str 
         f'Invalid value for {name}: "{value}" is not a valid boolean value, using default'
         f' "{default}"'
     )
+
+
+def emulated_version(env: dict[str, str] | None = None) -> str:
+    """SGLANG_EMU_VERSION (a key of VERSIONS; 0.5.23 when unset)."""
+    e = os.environ if env is None else env
+    version = e.get("SGLANG_EMU_VERSION", "").strip() or "0.5.23"
+    if version not in VERSIONS:
+        raise ValueError(f"SGLANG_EMU_VERSION: unknown version {version!r}")
+    return version
+
+
+def _warmup_timeout(raw: float) -> float:
+    return raw if raw > 0 else 600.0
 
 
 @dataclass(frozen=True)
@@ -63,11 +76,15 @@ class Settings:
     fixed_step_ms: float | None = None
     fixed_accept: float | None = None
     health_check_timeout: float = 20.0
+    # SGLANG_WARMUP_TIMEOUT: EnvFloat(-1); the warm-up request uses it when > 0, else 600 s
+    # (0.5.23 environ.py:324, entrypoints/http_server.py:2491-2498).
     warmup_timeout: float = 600.0
-    # SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: true by default in SGLang 0.5.11, 0.5.19 and
+    # SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION: true by default in SGLang 0.5.11 to
     # 0.5.23. SGLang reads it on a /health request, so its warning for a bad value comes then.
     health_endpoint_generation: bool = True
     health_endpoint_generation_warning: str | None = None
+    # SGLANG_DDTREE_MAX_TOPK: the DDTree fork's cap on the tree width (an environment variable
+    # only, never a server argument, so /server_info does not show it).
     ddtree_max_topk: int = 6
 
     @property
@@ -75,22 +92,25 @@ class Settings:
         return VERSIONS[self.version]
 
     @property
+    def release(self) -> tuple[int, ...]:
+        """The upstream release emulated (ddtree: 0.5.23)."""
+        return release(self.version)
+
+    @property
     def version_at_least_0_5_23(self) -> bool:
-        return self.version not in ("0.5.11", "0.5.19")
+        return self.release >= (0, 5, 23)
 
     @property
     def has_ready_endpoint(self) -> bool:
-        return self.version not in ("0.5.11", "0.5.19")
+        return self.release >= (0, 5, 20)  # /ready: 0.5.20 http_server.py:663
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         e = dict(os.environ if env is None else env)
-        version = e.get("SGLANG_EMU_VERSION", "").strip() or "0.5.23"
+        version = emulated_version(e)
         health_gen, health_gen_warning = _env_bool(
             e, "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", default=True
         )
-        if version not in VERSIONS:
-            raise ValueError(f"SGLANG_EMU_VERSION: unknown version {version!r}")
         return cls(
             version=version,
             load_seconds=_float(e, "SGLANG_EMU_LOAD_SECONDS", 3.0),
@@ -103,7 +123,7 @@ class Settings:
             fixed_step_ms=_opt_float(e, "SGLANG_EMU_FIXED_STEP_MS"),
             fixed_accept=_opt_float(e, "SGLANG_EMU_FIXED_ACCEPT"),
             health_check_timeout=_float(e, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0),
-            warmup_timeout=_float(e, "SGLANG_WARMUP_TIMEOUT", 600.0),
+            warmup_timeout=_warmup_timeout(_float(e, "SGLANG_WARMUP_TIMEOUT", -1.0)),
             health_endpoint_generation=health_gen,
             health_endpoint_generation_warning=health_gen_warning,
             ddtree_max_topk=int(_float(e, "SGLANG_DDTREE_MAX_TOPK", 6)),

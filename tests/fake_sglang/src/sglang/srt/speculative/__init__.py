@@ -1,0 +1,1 @@
+"""Test-only `sglang.srt.speculative`."""
