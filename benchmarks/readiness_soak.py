@@ -511,6 +511,8 @@ def build_bundle(path: Path) -> None:
         empty.size = 0
         tar.addfile(empty)
         tar.add(module_utils, arcname="lib/ansible/module_utils", filter=no_cache)
+        for ours in sorted((ROOT / "module_utils").glob("sglang_*.py")):
+            tar.add(ours, arcname=f"lib/ansible/module_utils/{ours.name}", filter=no_cache)
 
 
 def apply_role(workdir: Path, log_path: Path) -> None:
@@ -634,7 +636,7 @@ def soak(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="command")
     parser.add_argument("--restarts", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
@@ -647,9 +649,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--skip-setup", action="store_true", help="reuse a running sglang-soak as it is"
     )
-    restart = sub.add_parser("host-restart", help="(on the host) one restart, one JSON row")
+    restart = sub.add_parser(
+        "host-restart", help="(on the host) one restart, one JSON row", allow_abbrev=False
+    )
     restart.add_argument("plan")
-    traffic = sub.add_parser("host-traffic", help="(on the host) streaming load until SIGTERM")
+    traffic = sub.add_parser(
+        "host-traffic", help="(on the host) streaming load until SIGTERM", allow_abbrev=False
+    )
     traffic.add_argument("--workers", type=int, default=2)
     traffic.add_argument("--max-tokens", type=int, default=256)
     args = parser.parse_args(argv)

@@ -1,5 +1,7 @@
 #!/usr/bin/python
-# Runs on the target host with its own /usr/bin/python3: stdlib and ansible.module_utils only.
+# Runs on the target host with its own /usr/bin/python3: stdlib and ansible.module_utils only;
+# the unit's state and journal come from module_utils/sglang_systemd.py, who owns the port from
+# module_utils/sglang_port_owner.py (AnsiballZ ships both with the module).
 # Ansible wants DOCUMENTATION, EXAMPLES and RETURN before the imports.
 # ruff: noqa: E402
 from __future__ import annotations
@@ -410,11 +412,9 @@ journal:
 """
 
 import dataclasses
-import glob
 import json
 import os
 import re
-import shlex
 import socket
 import ssl
 import time
@@ -427,6 +427,14 @@ from http.client import HTTPException
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_port_owner import ProcPermissionError, socket_holders
+from ansible.module_utils.sglang_port_owner import ProcReader as PortOwnerReader
+from ansible.module_utils.sglang_systemd import (
+    SystemdError,
+    SystemdReader,
+    UnitState,
+    read_unit_variable,
+)
 
 CONDITIONS = (
     "old_gone",
@@ -440,7 +448,6 @@ DEFAULT_PROMPT = "The capital city of France is"
 INITIAL_POLL_INTERVAL = 0.1
 POLL_BACKOFF = 1.5
 HTTP_TIMEOUT = 5.0
-JOURNAL_LINES = 40
 # How long a unit may sit inactive, or failed from its previous run, before we conclude that no
 # restart is coming. A restart job passes through "inactive" for milliseconds only.
 STOPPED_GRACE = 10.0
@@ -453,17 +460,6 @@ HEALTH_CHAINS = {
     "health": ("/health",),
 }
 REDACTED = "********"
-SHOW_PROPERTIES = (
-    "MainPID",
-    "InvocationID",
-    "ActiveState",
-    "SubState",
-    "NRestarts",
-    "Result",
-    "ExecMainStatus",
-    "ControlGroup",
-    "LoadState",
-)
 SAFE_SERVER_INFO_KEYS = (
     "version",
     "model_path",
@@ -574,336 +570,8 @@ def is_secret_env_name(name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# systemd
+# /proc: the server's environment, and who owns its port (module_utils/sglang_port_owner.py)
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class UnitState:
-    main_pid: int
-    invocation: str
-    active_state: str
-    sub_state: str
-    n_restarts: int
-    result: str
-    exec_main_status: str
-    control_group: str
-    load_state: str
-
-    def summary(self) -> str:
-        return (
-            f"ActiveState={self.active_state}/{self.sub_state}, MainPID={self.main_pid}, "
-            f"NRestarts={self.n_restarts}, Result={self.result}, "
-            f"ExecMainStatus={self.exec_main_status}"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "MainPID": self.main_pid,
-            "InvocationID": self.invocation,
-            "ActiveState": self.active_state,
-            "SubState": self.sub_state,
-            "NRestarts": self.n_restarts,
-            "Result": self.result,
-            "ExecMainStatus": self.exec_main_status,
-            "ControlGroup": self.control_group,
-            "LoadState": self.load_state,
-        }
-
-
-def _int(text: str | None, default: int = 0) -> int:
-    try:
-        return int(text or default)
-    except ValueError:
-        return default
-
-
-def parse_systemctl_show(text: str) -> UnitState:
-    props: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            props[key.strip()] = value.strip()
-    return UnitState(
-        main_pid=_int(props.get("MainPID")),
-        invocation=props.get("InvocationID", ""),
-        active_state=props.get("ActiveState", ""),
-        sub_state=props.get("SubState", ""),
-        n_restarts=_int(props.get("NRestarts")),
-        result=props.get("Result", ""),
-        exec_main_status=props.get("ExecMainStatus", ""),
-        control_group=props.get("ControlGroup", ""),
-        load_state=props.get("LoadState", ""),
-    )
-
-
-class ApiKeyError(Exception):
-    """The key could not be read from the unit; messages name files and variables, never values."""
-
-
-_ENV_FILE_WS = " \t\n\r"
-_ENV_FILE_NEWLINE = "\n\r"
-_SHELL_NEED_ESCAPE = '"\\`$'
-
-
-def parse_env_file(text: str) -> dict[str, str]:
-    """EnvironmentFile= text as systemd reads it (the state machine of src/basic/env-file.c).
-
-    NAME=VALUE lines; lines starting with # or ; are comments; whitespace around the name and
-    before the value is dropped, trailing whitespace of an unquoted value too; single quotes keep
-    everything, double quotes unescape \\" \\\\ \\` \\$ and keep other backslashes; a backslash
-    at the end of a line continues it. A later assignment of the same name wins.
-    """
-    env: dict[str, str] = {}
-    state = "pre_key"
-    key: list[str] = []
-    value: list[str] = []
-    key_ws: int | None = None  # where the key's trailing whitespace starts
-    value_ws: int | None = None
-
-    def push(strip_value: bool) -> None:
-        name = "".join(key[:key_ws] if key_ws is not None else key)
-        text = "".join(value[:value_ws] if strip_value and value_ws is not None else value)
-        env[name] = text
-
-    for c in text:
-        if state == "pre_key":
-            if c in "#;":
-                state = "comment"
-            elif c not in _ENV_FILE_WS:
-                state, key, key_ws = "key", [c], None
-        elif state == "key":
-            if c in _ENV_FILE_NEWLINE:
-                state, key = "pre_key", []  # a line without '=' is ignored
-            elif c == "=":
-                state, value, value_ws = "pre_value", [], None
-            else:
-                if c not in _ENV_FILE_WS:
-                    key_ws = None
-                elif key_ws is None:
-                    key_ws = len(key)
-                key.append(c)
-        elif state == "pre_value":
-            if c in _ENV_FILE_NEWLINE:
-                push(strip_value=False)
-                state, key = "pre_key", []
-            elif c == "'":
-                state = "single"
-            elif c == '"':
-                state = "double"
-            elif c == "\\":
-                state = "value_escape"
-            elif c not in _ENV_FILE_WS:
-                state = "value"
-                value.append(c)
-        elif state == "value":
-            if c in _ENV_FILE_NEWLINE:
-                push(strip_value=True)
-                state, key = "pre_key", []
-            elif c == "\\":
-                state, value_ws = "value_escape", None
-            else:
-                if c not in _ENV_FILE_WS:
-                    value_ws = None
-                elif value_ws is None:
-                    value_ws = len(value)
-                value.append(c)
-        elif state == "value_escape":
-            state = "value"
-            if c not in _ENV_FILE_NEWLINE:  # an escaped newline continues the line
-                value.append(c)
-        elif state == "single":
-            if c == "'":
-                state = "pre_value"
-            else:
-                value.append(c)
-        elif state == "double":
-            if c == '"':
-                state = "pre_value"
-            elif c == "\\":
-                state = "double_escape"
-            else:
-                value.append(c)
-        elif state == "double_escape":
-            state = "double"
-            if c in _SHELL_NEED_ESCAPE:
-                value.append(c)
-            elif c != "\n":
-                value += ["\\", c]
-        elif state == "comment":
-            if c == "\\":
-                state = "comment_escape"
-            elif c in _ENV_FILE_NEWLINE:
-                state = "pre_key"
-        elif state == "comment_escape":
-            state = "pre_key" if c in _ENV_FILE_NEWLINE else "comment"
-    if state in ("pre_value", "value", "value_escape", "single", "double", "double_escape"):
-        push(strip_value=state == "value")
-    return env
-
-
-def parse_environment_property(text: str) -> dict[str, str]:
-    """`systemctl show -p Environment --value`: NAME=VALUE words, shell-quoted where needed."""
-    text = text.strip()
-    if not text:
-        return {}
-    try:
-        words = shlex.split(text)
-    except ValueError:  # systemd before v246 printed the words unquoted
-        words = text.split()
-    env: dict[str, str] = {}
-    for word in words:
-        name, sep, value = word.partition("=")
-        if sep and name:
-            env[name] = value
-    return env
-
-
-_ENV_FILES_LINE_RE = re.compile(r"^(.*) \(ignore_errors=(yes|no)\)$")
-
-
-def parse_environment_files_property(text: str) -> list[tuple[str, bool]]:
-    """`systemctl show -p EnvironmentFiles --value`: one 'PATH (ignore_errors=yes|no)' a line.
-
-    A leading '-' (the unit-file spelling of an optional file) is understood too.
-    """
-    files: list[tuple[str, bool]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        match = _ENV_FILES_LINE_RE.match(line)
-        path, optional = (match.group(1), match.group(2) == "yes") if match else (line, False)
-        if path.startswith("-"):
-            path, optional = path[1:], True
-        files.append((path, optional))
-    return files
-
-
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-        return fh.read()
-
-
-def read_api_key_from_unit(
-    systemd: Any, unit: str, name: str, read_text: Callable[[str], str] = _read_text
-) -> tuple[str, str]:
-    """(value, where) of variable `name` in the environment systemd gives `unit`.
-
-    systemd's precedence: EnvironmentFile= overrides Environment=, a later file an earlier one.
-    """
-    inline, files = systemd.environment(unit)
-    value: str | None = inline.get(name)
-    source = "Environment="
-    for pattern, optional in files:
-        paths = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        if not paths and not optional:
-            raise ApiKeyError(
-                f"cannot read {name} for the API key: EnvironmentFile {pattern} of {unit} "
-                "matches no file"
-            )
-        for path in paths:
-            try:
-                text = read_text(path)
-            except FileNotFoundError:
-                if optional:
-                    continue
-                raise ApiKeyError(
-                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit} "
-                    "does not exist"
-                ) from None
-            except PermissionError:
-                raise ApiKeyError(
-                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit} is not "
-                    "readable (permission denied); run this task as root on the host "
-                    "(become: true)"
-                ) from None
-            except (OSError, ValueError) as exc:
-                reason = getattr(exc, "strerror", None) or type(exc).__name__
-                raise ApiKeyError(
-                    f"cannot read {name} for the API key: EnvironmentFile {path} of {unit}: "
-                    f"{reason}"
-                ) from None
-            parsed = parse_env_file(text)
-            if name in parsed:
-                value, source = parsed[name], path
-    if value is None:
-        listed = ", ".join(path for path, _ in files) or "none"
-        raise ApiKeyError(
-            f"{name} is set neither in Environment= nor in any EnvironmentFile= of {unit} "
-            f"(files: {listed}); cannot read the API key"
-        )
-    return value, source
-
-
-RunCommand = Callable[[list[str]], tuple[int, str, str]]
-
-
-class SystemdReader:
-    """Reads a unit's state and journal through systemctl/journalctl."""
-
-    def __init__(self, run: RunCommand) -> None:
-        self._run = run
-
-    def show(self, unit: str) -> UnitState:
-        cmd = ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPERTIES)]
-        rc, out, err = self._run(cmd)
-        if rc != 0:
-            raise UnitFailure(f"systemctl show {unit} failed (rc={rc}): {err.strip()}")
-        return parse_systemctl_show(out)
-
-    def environment(self, unit: str) -> tuple[dict[str, str], list[tuple[str, bool]]]:
-        """The unit's Environment= assignments and its EnvironmentFile= entries (path, optional)."""
-        texts: list[str] = []
-        for prop in ("Environment", "EnvironmentFiles"):
-            rc, out, err = self._run(["systemctl", "show", "-p", prop, "--value", unit])
-            if rc != 0:
-                raise ApiKeyError(
-                    f"systemctl show -p {prop} {unit} failed (rc={rc}): {err.strip()}; "
-                    "cannot read the API key"
-                )
-            texts.append(out)
-        return parse_environment_property(texts[0]), parse_environment_files_property(texts[1])
-
-    def journal(self, unit: str, invocations: list[str], since_epoch: float) -> list[str]:
-        base = ["journalctl", "-u", unit, "-n", str(JOURNAL_LINES), "-o", "cat", "--no-pager"]
-        if invocations:
-            matches = [f"_SYSTEMD_INVOCATION_ID={i}" for i in invocations]
-            rc, out, _ = self._run(base + matches)
-            if rc == 0 and out.strip():
-                return out.splitlines()
-        # Older journald lacks _SYSTEMD_INVOCATION_ID, or the invocation is unknown. With --since,
-        # journald's -n keeps the OLDEST lines: ask newest first and turn them back.
-        rc, out, err = self._run([*base, "--since", f"@{int(since_epoch)}", "--reverse"])
-        if rc != 0:
-            return [f"(journalctl failed, rc={rc}: {err.strip()})"]
-        return out.splitlines()[::-1]
-
-
-# ---------------------------------------------------------------------------------------------
-# /proc and cgroups
-# ---------------------------------------------------------------------------------------------
-
-
-class ProcPermissionError(Exception):
-    pass
-
-
-def parse_proc_net_tcp(text: str, port: int) -> set[int]:
-    """Inodes of LISTEN sockets on the given local port in /proc/net/tcp{,6} text."""
-    inodes: set[int] = set()
-    for line in text.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 10:
-            continue
-        local, state, inode = fields[1], fields[3], fields[9]
-        _, _, port_hex = local.rpartition(":")
-        try:
-            if state == "0A" and int(port_hex, 16) == port and int(inode) > 0:
-                inodes.add(int(inode))
-        except ValueError:
-            continue
-    return inodes
 
 
 def parse_environ(raw: bytes, names: Iterable[str]) -> dict[str, str]:
@@ -936,104 +604,9 @@ def env_mismatches(actual: Mapping[str, str], expected: Mapping[str, str]) -> li
     return problems
 
 
-class ProcReader:
-    """Process, socket and cgroup facts from /proc and /sys/fs/cgroup (roots injectable)."""
-
-    def __init__(self, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> None:
-        self.proc_root = proc_root
-        self.cgroup_root = cgroup_root
-
-    def _stat_fields(self, pid: int) -> tuple[str, int] | None:
-        try:
-            with open(os.path.join(self.proc_root, str(pid), "stat")) as fh:
-                text = fh.read()
-        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
-            return None
-        # comm may contain spaces and parentheses: the state follows the LAST ')'.
-        rest = text.rpartition(")")[2].split()
-        if len(rest) < 2:
-            return None
-        return rest[0], _int(rest[1])
-
-    def process_state(self, pid: int) -> str | None:
-        """The one-letter state (R, S, D, Z, ...), or None when no such process exists."""
-        if pid <= 0:
-            return None
-        fields = self._stat_fields(pid)
-        return fields[0] if fields else None
-
-    def all_pids(self) -> list[int]:
-        try:
-            names = os.listdir(self.proc_root)
-        except OSError:
-            return []
-        return [int(n) for n in names if n.isdigit()]
-
-    def descendants(self, pid: int) -> set[int]:
-        children: dict[int, list[int]] = {}
-        for other in self.all_pids():
-            fields = self._stat_fields(other)
-            if fields:
-                children.setdefault(fields[1], []).append(other)
-        found: set[int] = set()
-        todo = [pid]
-        while todo:
-            for child in children.get(todo.pop(), []):
-                if child not in found:
-                    found.add(child)
-                    todo.append(child)
-        return found
-
-    def listening_inodes(self, port: int) -> set[int]:
-        inodes: set[int] = set()
-        for name in ("tcp", "tcp6"):
-            try:
-                with open(os.path.join(self.proc_root, "net", name)) as fh:
-                    inodes |= parse_proc_net_tcp(fh.read(), port)
-            except FileNotFoundError:
-                continue
-        return inodes
-
-    def socket_inodes(self, pid: int) -> set[int]:
-        fd_dir = os.path.join(self.proc_root, str(pid), "fd")
-        try:
-            names = os.listdir(fd_dir)
-        except FileNotFoundError:
-            return set()
-        except PermissionError as exc:
-            raise ProcPermissionError(f"cannot read {fd_dir}: permission denied") from exc
-        inodes: set[int] = set()
-        for name in names:
-            try:
-                target = os.readlink(os.path.join(fd_dir, name))
-            except FileNotFoundError:
-                continue  # closed while we looked
-            except PermissionError as exc:
-                raise ProcPermissionError(f"cannot read {fd_dir}: permission denied") from exc
-            if target.startswith("socket:[") and target.endswith("]"):
-                inodes.add(_int(target[8:-1]))
-        return inodes
-
-    def cgroup_pids(self, control_group: str) -> set[int] | None:
-        """PIDs in the unit's cgroup and its sub-cgroups; None when it cannot be read."""
-        if not control_group:
-            return None
-        relative = control_group.lstrip("/")
-        # cgroup v2, the v2 part of a hybrid layout, then v1's named 'systemd' hierarchy.
-        for hierarchy in ("", "unified", "systemd"):
-            base = os.path.join(self.cgroup_root, hierarchy, relative)
-            if not os.path.isfile(os.path.join(base, "cgroup.procs")):
-                continue
-            pids: set[int] = set()
-            try:
-                for dirpath, _, filenames in os.walk(base):
-                    if "cgroup.procs" in filenames:
-                        with open(os.path.join(dirpath, "cgroup.procs")) as fh:
-                            pids |= {int(x) for x in fh.read().split() if x.isdigit()}
-            except OSError:
-                return None
-            return pids
-        return None
+class ProcReader(PortOwnerReader):
+    """The port-owner facts, plus what readiness reads of a process: its environment as it was
+    started, and its command line with secrets hidden."""
 
     def environ(self, pid: int, names: Iterable[str]) -> dict[str, str] | None:
         """The named variables of the process's environment as it was started; None when gone.
@@ -1054,12 +627,7 @@ class ProcReader:
         return parse_environ(raw, names)
 
     def describe(self, pid: int) -> str:
-        try:
-            with open(os.path.join(self.proc_root, str(pid), "cmdline"), "rb") as fh:
-                raw = fh.read(4096)
-        except OSError:
-            return f"pid {pid}"
-        cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        cmd = self.command_line(pid)
         return f"pid {pid} ({redact_command_line(cmd)[:200]})" if cmd else f"pid {pid}"
 
 
@@ -1079,16 +647,11 @@ def observe_port(procs: ProcReader, port: int, unit_pids: set[int]) -> PortObser
     for pid in sorted(unit_pids):
         if procs.socket_inodes(pid) & listening:
             return PortObservation(True, True, f"port {port} is bound by unit process {pid}", pid)
-    foreign: list[str] = []
-    for pid in procs.all_pids():
-        if pid in unit_pids:
-            continue
-        try:
-            if procs.socket_inodes(pid) & listening:
-                foreign.append(procs.describe(pid))
-        except ProcPermissionError:
-            continue
-    holder = ", ".join(foreign) if foreign else "a process this module cannot see"
+    others = [pid for pid in procs.all_pids() if pid not in unit_pids]
+    foreign, _ = socket_holders(procs, listening, others)
+    holder = (
+        ", ".join(map(procs.describe, foreign)) if foreign else "a process this module cannot see"
+    )
     return PortObservation(
         True, False, f"port {port} is held by a process outside the unit: {holder}"
     )
@@ -1423,6 +986,13 @@ class UnitWatcher:
 # ---------------------------------------------------------------------------------------------
 
 
+def _int(text: str | None, default: int = 0) -> int:
+    try:
+        return int(text or default)
+    except ValueError:
+        return default
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     url: str
@@ -1524,7 +1094,10 @@ class ReadinessChecker:
     def read_unit(self) -> UnitState | None:
         if not self.s.unit or self.watcher is None:
             return None
-        state = self.d.systemd.show(self.s.unit)
+        try:
+            state = self.d.systemd.show(self.s.unit)
+        except SystemdError as exc:
+            raise UnitFailure(str(exc)) from None
         self.watcher.observe(state, self.d.procs)
         return state
 
@@ -1907,9 +1480,9 @@ def run_checks(module: AnsibleModule, secrets: list[str]) -> tuple[bool, dict[st
     extra: dict[str, Any] = {}
     if settings.api_key_from_unit and settings.unit:
         try:
-            key, source = read_api_key_from_unit(deps.systemd, settings.unit, settings.api_key_env)
-        except ApiKeyError as exc:
-            return True, {"msg": str(exc)}
+            key, source = read_unit_variable(deps.systemd, settings.unit, settings.api_key_env)
+        except SystemdError as exc:
+            return True, {"msg": f"api_key_from_unit: {exc}"}
         if key:  # registered before anything else may see it
             module.no_log_values.add(key)
             secrets.append(key)

@@ -26,6 +26,7 @@ from typing import Any
 from unittest import mock
 
 from ansible.module_utils.testing import patch_module_args
+from project_module_utils import module_utils, use_project_module_utils
 
 MODULE_PATH = Path(__file__).resolve().parents[2] / "library" / "sglang_ready.py"
 UNIT = "sglang.service"
@@ -41,6 +42,7 @@ TCP_HEADER = (
 def load_module() -> ModuleType:
     if "sglang_ready" in sys.modules:
         return sys.modules["sglang_ready"]
+    use_project_module_utils()
     spec = importlib.util.spec_from_file_location("sglang_ready", MODULE_PATH)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -320,7 +322,7 @@ class FakeSystemd:
 
     def show(self, unit: str) -> Any:
         self.shows += 1
-        return load_module().parse_systemctl_show(self.host.show_text())
+        return module_utils("sglang_systemd").parse_systemctl_show(self.host.show_text())
 
     def environment(self, unit: str) -> Any:
         """The module's real SystemdReader.environment over a fake `systemctl show -p X --value`."""

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from project_module_utils import use_project_module_utils
+
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "sglang_host"
 FAKES = ROOT / "tests" / "fakes"
@@ -17,6 +19,7 @@ FAKE_NVIDIA_SMI = FAKES / "nvidia-smi"
 def load(name: str, path: Path) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
+    use_project_module_utils()
     loader = importlib.machinery.SourceFileLoader(name, str(path))
     spec = importlib.util.spec_from_loader(name, loader)
     assert spec

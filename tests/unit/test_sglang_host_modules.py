@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from project_module_utils import module_utils
 from sglang_host_loader import library, make_model_dir
 
 models = library("sglang_host_model_check")
@@ -225,8 +226,9 @@ def test_port_check_on_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unit_of_cgroup_lines() -> None:
-    assert port.unit_of("0::/system.slice/sglang.service\n") == "sglang.service"
-    assert port.unit_of("12:pids:/user.slice/session-3.scope\n1:name=systemd:/x\n") == (
+    port_owner = module_utils("sglang_port_owner")
+    assert port_owner.unit_of("0::/system.slice/sglang.service\n") == "sglang.service"
+    assert port_owner.unit_of("12:pids:/user.slice/session-3.scope\n1:name=systemd:/x\n") == (
         "session-3.scope"
     )
-    assert port.unit_of("0::/\n") == ""
+    assert port_owner.unit_of("0::/\n") == ""

@@ -17,9 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
-from ready_fakes import UNIT, FakeHost, Run, ScriptedServer, load_module, run_module
+from project_module_utils import module_utils
+from ready_fakes import UNIT, FakeHost, FakeSystemd, Run, ScriptedServer, load_module, run_module
 
 m = load_module()
+port_owner = module_utils("sglang_port_owner")
+systemd = module_utils("sglang_systemd")
 
 SECRET = "sk-Zq81-never-print-me"
 OLD_CONFIG: dict[str, Any] = {
@@ -801,7 +804,7 @@ def test_parse_proc_net_tcp_keeps_only_listeners_on_the_port() -> None:
         "   3: 00000000000000000000000000000000:7530 00000000000000000000000000000000:0000 0A "
         "00000000:00000000 00:00000000 00000000  0 0 444 1\n"
     )
-    assert m.parse_proc_net_tcp(text, 30000) == {111, 444}
+    assert port_owner.parse_proc_net_tcp(text, 30000) == {111, 444}
 
 
 def test_real_proc_socket_ownership() -> None:
@@ -861,8 +864,25 @@ def test_systemd_reader_commands_and_journal_fallback() -> None:
     # with --since, -n keeps the oldest lines: the fallback asks newest first and turns them back
     assert calls[2][-3:] == ["--since", "@1000", "--reverse"]
 
-    with pytest.raises(m.UnitFailure, match="rc=1"):
+    with pytest.raises(systemd.SystemdError, match="rc=1"):
         m.SystemdReader(lambda cmd: (1, "", "Failed to connect to bus")).show(UNIT)
+
+
+def test_a_failing_systemctl_show_fails_at_once(
+    host: FakeHost, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_server(host, starts=0.0, binds=0.0)
+
+    def failing(self: Any, unit: str) -> Any:
+        raise systemd.SystemdError(f"systemctl show {unit} failed (rc=1): Failed to connect to bus")
+
+    monkeypatch.setattr(FakeSystemd, "show", failing)
+
+    run = run_module(restart_args(server), host, server)
+
+    assert run.failed and run.clock.now == 0.0
+    assert run.msg.startswith("systemctl show sglang.service failed (rc=1)")  # not "unexpected"
+    assert "journal" in run.result
 
 
 def test_explain_journal_puts_the_cause_first() -> None:

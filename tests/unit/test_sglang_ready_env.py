@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from project_module_utils import module_utils
 from ready_fakes import BASE_ENVIRON, UNIT, FakeHost, Run, ScriptedServer, load_module, run_module
 
 m = load_module()
+systemd = module_utils("sglang_systemd")
 
 KEY = "sk-unit-7f3a-never-print-me"
 TOPK = "SGLANG_DDTREE_MAX_TOPK"
@@ -325,7 +327,7 @@ def test_main_pid_is_the_fallback_when_no_port_owner_is_known(host: FakeHost) ->
         http=m.HttpClient(settings.url, None, True),
     )
     checker = m.ReadinessChecker(settings, deps)
-    state = m.parse_systemctl_show("MainPID=200\nActiveState=active\n")
+    state = systemd.parse_systemctl_show("MainPID=200\nActiveState=active\n")
 
     checker.check_env(state)
 
@@ -506,7 +508,7 @@ def test_unreadable_or_missing_file_fails_naming_the_file(
                     raise PermissionError(13, "Permission denied", str(p))
                 return real_open(p, *args, **kwargs)
 
-            monkeypatch.setattr(m, "open", denied, raising=False)
+            monkeypatch.setattr(systemd, "open", denied, raising=False)
 
     run = run_module(unit_args(server, api_key_from_unit=True), host, server)
 
@@ -618,7 +620,7 @@ def test_parse_env_file_follows_systemd() -> None:
         'J="quoted"tail\n'
         "K=last-without-newline"
     )
-    assert m.parse_env_file(text) == {
+    assert systemd.parse_env_file(text) == {
         "A": "2",
         "B": "two words",
         "C": 'x "y" $z \\ \\q',
@@ -641,7 +643,7 @@ def test_parse_environment_files_property() -> None:
         "-/etc/sglang/optional.env\n"
         "/etc/plain.env\n"
     )
-    assert m.parse_environment_files_property(text) == [
+    assert systemd.parse_environment_files_property(text) == [
         ("/etc/sglang/sglang.env", False),
         ("/etc/my dir/extra.env", True),
         ("/etc/sglang/optional.env", True),
@@ -650,14 +652,14 @@ def test_parse_environment_files_property() -> None:
 
 
 def test_parse_environment_property() -> None:
-    assert m.parse_environment_property("") == {}
-    assert m.parse_environment_property('A=1 "B=two words" C=x=y\n') == {
+    assert systemd.parse_environment_property("") == {}
+    assert systemd.parse_environment_property('A=1 "B=two words" C=x=y\n') == {
         "A": "1",
         "B": "two words",
         "C": "x=y",
     }
     # Old systemd printed words unquoted; an odd quote must not break the parse.
-    assert m.parse_environment_property("A=it's B=2") == {"A": "it's", "B": "2"}
+    assert systemd.parse_environment_property("A=it's B=2") == {"A": "it's", "B": "2"}
 
 
 def test_systemd_reader_environment_commands() -> None:

@@ -1,4 +1,5 @@
 #!/usr/bin/python
+# The /proc reading is shared with library/sglang_ready.py: module_utils/sglang_port_owner.py.
 # Ansible wants DOCUMENTATION, EXAMPLES and RETURN before the imports.
 # ruff: noqa: E402
 from __future__ import annotations
@@ -42,83 +43,25 @@ problems:
   returned: always
 """
 
-import os
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def listening_inodes(tcp_text: str, port: int) -> set[int]:
-    """Inodes of LISTEN (state 0A) sockets on the local port in /proc/net/tcp{,6} text."""
-    inodes: set[int] = set()
-    for line in tcp_text.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 10 or fields[3] != "0A":
-            continue
-        try:
-            if int(fields[1].rpartition(":")[2], 16) == port and int(fields[9]) > 0:
-                inodes.add(int(fields[9]))
-        except ValueError:
-            continue
-    return inodes
-
-
-def unit_of(cgroup_text: str) -> str:
-    """The innermost systemd unit (.service or .scope) in /proc/PID/cgroup text, or ''."""
-    for line in cgroup_text.splitlines():
-        path = line.split(":", 2)[-1]
-        for part in reversed(path.split("/")):
-            if part.endswith((".service", ".scope")):
-                return part
-    return ""
-
-
-def _read(path: str, binary: bool = False) -> Any:
-    with open(path, "rb" if binary else "r") as fh:
-        return fh.read()
+from ansible.module_utils.sglang_port_owner import ProcReader, socket_holders
 
 
 def holders(port: int, proc: str = "/proc") -> tuple[list[dict[str, Any]], bool]:
     """Processes listening on the port, and whether some /proc/PID/fd could not be read."""
-    inodes: set[int] = set()
-    for name in ("tcp", "tcp6"):
-        try:
-            inodes |= listening_inodes(_read(os.path.join(proc, "net", name)), port)
-        except FileNotFoundError:
-            continue
-    found: list[dict[str, Any]] = []
-    unreadable = False
+    procs = ProcReader(proc_root=proc)
+    inodes = procs.listening_inodes(port)
     if not inodes:
-        return found, unreadable
-    for pid in sorted(int(n) for n in os.listdir(proc) if n.isdigit()):
-        fd_dir = os.path.join(proc, str(pid), "fd")
-        try:
-            fds = os.listdir(fd_dir)
-        except PermissionError:
-            unreadable = True
-            continue
-        except OSError:
-            continue  # exited meanwhile
-        targets: list[str] = []
-        for fd in fds:
-            try:
-                targets.append(os.readlink(os.path.join(fd_dir, fd)))
-            except PermissionError:
-                unreadable = True
-            except OSError:
-                continue  # closed meanwhile (the listing's own descriptor, for one)
-        if not any(t.startswith("socket:[") and int(t[8:-1]) in inodes for t in targets):
-            continue
-        try:
-            unit = unit_of(_read(os.path.join(proc, str(pid), "cgroup")))
-            cmd = _read(os.path.join(proc, str(pid), "cmdline"), binary=True)
-            command = cmd.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:160]
-        except OSError:
-            unit, command = "", ""
-        found.append({"pid": pid, "unit": unit, "command": command})
-    if not found:
-        unreadable = True  # something listens, but no process we can see holds it
-    return found, unreadable
+        return [], False
+    pids, unreadable = socket_holders(procs, inodes, sorted(procs.all_pids()))
+    found = [
+        {"pid": pid, "unit": procs.unit(pid), "command": procs.command_line(pid)[:160]}
+        for pid in pids
+    ]
+    # Something listens but no process we can see holds it: unreadable, whatever the fds said.
+    return found, unreadable or not found
 
 
 def problems_for(port: int, unit: str, found: list[dict[str, Any]], unreadable: bool) -> list[str]:
