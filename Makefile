@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-# podman's defaults fail on these machines (docs/test-hosts.md); never edit /etc/containers.
+# podman's defaults fail on these machines (crun cannot set the rlimits and refuses the hybrid cgroup
+# layout; tests/podman/containers.conf fixes both); never edit /etc/containers.
 export CONTAINERS_CONF := $(CURDIR)/tests/podman/containers.conf
 # A subset of molecule scenarios: make molecule SCENARIOS="smoke default"
 SCENARIOS ?=
@@ -23,6 +24,7 @@ image: deps
 lint: venv
 	ruff check .
 	ruff format --check .
+	mypy
 	ansible-lint
 
 unit: venv

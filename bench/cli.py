@@ -16,9 +16,9 @@ from bench.workload import parse_int_list
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__, allow_abbrev=False)
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="benchmark one server configuration")
+    r = sub.add_parser("run", help="benchmark one server configuration", allow_abbrev=False)
     r.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
     r.add_argument("--contexts", required=True, help="prompt lengths in tokens, e.g. 512,8k,32k")
     r.add_argument("--concurrency", required=True, help="requests in flight, e.g. 1,4,16,48")
@@ -57,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     live = r.add_mutually_exclusive_group()
     live.add_argument("--live", dest="live", action="store_true", default=None)
     live.add_argument("--no-live", dest="live", action="store_false")
-    s = sub.add_parser("speedup", help="speed-up of a speculative run over a baseline run")
+    s = sub.add_parser(
+        "speedup", help="speed-up of a speculative run over a baseline run", allow_abbrev=False
+    )
     s.add_argument("baseline", type=Path)
     s.add_argument("spec", type=Path)
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")

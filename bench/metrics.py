@@ -1,6 +1,7 @@
 """THE metric definitions. Everything that turns raw timestamps into figures lives here.
 
-Definitions (the same as sglang's own `bench_serving`, see docs/sglang-facts.md):
+Definitions (TTFT, ITL, TPOT, throughput and concurrency as SGLang's own benchmark,
+`sglang/benchmark/serving.py`, computes them):
 
 - A *token chunk* is a streamed chunk whose server-side `completion_tokens` grew.
 - TTFT: request start to the first token chunk.
@@ -11,7 +12,9 @@ Definitions (the same as sglang's own `bench_serving`, see docs/sglang-facts.md)
 - Output throughput: output tokens of completed requests / wall duration of the cell.
 - Concurrency reached: sum of request latencies / wall duration.
 - Accept length: sum(completion_tokens) / sum(spec_verify_ct) over completed requests that report
-  `spec_verify_ct` (i.e. the per-request accept lengths weighted by verify count).
+  `spec_verify_ct` (i.e. the per-request accept lengths weighted by verify count); not
+  /server_info's `avg_spec_accept_length`, which counts since start-up or the last /flush_cache
+  and covers one DP rank only.
 - Repetitions: median and median absolute deviation (unscaled) across repetitions.
 
 All times are seconds internally; summaries report milliseconds (`*_ms`).

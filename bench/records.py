@@ -73,7 +73,9 @@ def is_done(out: Path, cell_id: str, redo_failed: bool = False) -> bool:
     return not (summary.get("failed") or summary.get("incomplete"))
 
 
-def write_cell(out: Path, cell_id: str, record: dict[str, Any], requests: list[dict]) -> None:
+def write_cell(
+    out: Path, cell_id: str, record: dict[str, Any], requests: list[dict[str, Any]]
+) -> None:
     """The requests file first, the record last: a crash between leaves no record, and the
     cell is redone (its stale .jsonl overwritten)."""
     write_jsonl(requests_path(out, cell_id), requests)

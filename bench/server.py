@@ -7,7 +7,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import aiohttp
 
@@ -18,6 +18,14 @@ _API_KEY_FLAG = re.compile(r"(--(?:admin-)?api-key(?:=|\s+))(\"[^\"]*\"|'[^']*'|
 _METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
+@overload
+def redact(obj: str) -> str: ...
+@overload
+def redact(obj: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def redact(obj: list[Any]) -> list[Any]: ...
+@overload
+def redact(obj: Any) -> Any: ...
 def redact(obj: Any) -> Any:
     """Copy of `obj` without secrets: any key containing "api_key" and `--api-key VALUE` in
     command lines (string or argv list)."""

@@ -115,7 +115,7 @@ def measure(label: str, flags: list[str], model_dir: str, args: argparse.Namespa
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--tokens", type=int, default=256, help="max_new_tokens per request")
     ap.add_argument("--requests", type=int, default=256)

@@ -33,7 +33,9 @@ def run_demo_sweep(extra: list[str]) -> Path:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False
+    )
     p.add_argument("sweep_dir", nargs="?", type=Path)
     p.add_argument("--run", action="store_true", help="run the demo sweep first")
     a, extra = p.parse_known_args()

@@ -28,6 +28,7 @@ fi
 echo "install-system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# Recommends stay on: podman's (netavark, aardvark-dns, ...) are the set test-hosts.md validated.
+# Recommends stay on: the test hosts were validated with podman's recommended packages
+# (netavark, aardvark-dns, ...); a podman without them is untested here.
 apt-get install -y -qq "${missing[@]}" >/dev/null
 echo "install-system-deps: done"

@@ -1,4 +1,4 @@
-"""What each endpoint says in each phase (sglang-facts.md's endpoint table), and faults."""
+"""What each endpoint says in each phase (tests/emulator/README.md), and faults."""
 
 from __future__ import annotations
 

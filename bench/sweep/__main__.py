@@ -1,7 +1,8 @@
-"""python -m bench.sweep plan|progress|finish-point|fail-point|report|run|status|wheelhouse|collect
+"""python -m bench.sweep plan|finish-point|fail-point|report|run|status|wheelhouse|collect
 
-The playbook calls plan, finish-point and fail-point (JSON on stdin) and report; users call
-report (any time, a partial sweep too), run and status.
+sweep.yml and the sglang_bench role call plan, wheelhouse, collect (on the host), finish-point and
+fail-point (plan, finish-point and fail-point read JSON on stdin) and report; users call report
+(any time, a partial sweep too), run and status. Contracts: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -11,50 +12,52 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.sweep", description=__doc__, allow_abbrev=False
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("plan", help="validate, expand, order and split a sweep (JSON on stdin)")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        # add_parser does not inherit allow_abbrev: each subcommand must refuse prefixes itself
+        return sub.add_parser(name, help=summary, allow_abbrev=False)
+
+    s = command("plan", "validate, expand, order and split a sweep (JSON on stdin)")
     s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
-    s = sub.add_parser("progress", help="print (and log) the progress line of a sweep")
-    s.add_argument("sweep_dir", type=Path)
-    s.add_argument("--point", help="the point that just finished")
-    s.add_argument("--no-log", action="store_true")
-
-    s = sub.add_parser("finish-point", help="record a complete point (info JSON on stdin)")
+    s = command("finish-point", "record a complete point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("--archive", type=Path, required=True)
 
-    s = sub.add_parser("fail-point", help="record a failed point (info JSON on stdin)")
+    s = command("fail-point", "record a failed point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
 
-    s = sub.add_parser("report", help="summary.csv, report.md and plots of a (partial) sweep")
+    s = command("report", "summary.csv, report.md and plots of a (partial) sweep")
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("--no-plots", action="store_true")
     s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("run", help="run sweep.yml through ansible-runner")
+    s = command("run", "run sweep.yml through ansible-runner")
     s.add_argument("-e", "--extra-vars", action="append", default=[], dest="extra")
     s.add_argument("-i", "--inventory")
     s.add_argument("--private-dir", type=Path, default=Path("artifacts/sweep-runner"))
     s.add_argument("--ident")
     s.add_argument("--detach", action="store_true", help="start in the background, print ident")
 
-    s = sub.add_parser("status", help="state of a run started by `run`")
+    s = command("status", "state of a run started by `run`")
     s.add_argument("ident")
     s.add_argument("--private-dir", type=Path, default=Path("artifacts/sweep-runner"))
 
-    s = sub.add_parser("wheelhouse", help="build the bench wheelhouse for a host (controller)")
+    s = command("wheelhouse", "build the bench wheelhouse for a host (controller)")
     s.add_argument("--project", type=Path, required=True)
     s.add_argument("--cache", type=Path, required=True)
     s.add_argument("--python-version", required=True)
     s.add_argument("--machine", required=True)
 
-    s = sub.add_parser("collect", help="pack a point's files on the host")
+    s = command("collect", "pack a point's files on the host")
     s.add_argument("--url", required=True)
     s.add_argument("--unit", required=True)
     s.add_argument("--invocation", required=True)
@@ -63,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _stdin_json() -> dict:
+def _stdin_json() -> dict[str, Any]:
     data = json.loads(sys.stdin.read() or "{}")
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object on stdin")
@@ -80,14 +83,6 @@ def _run(a: argparse.Namespace) -> int:
             plan_mod.record_run(plan)
             progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
         print(json.dumps(plan.to_dict()))
-        return 0
-    if a.command == "progress":
-        from bench.sweep import progress
-
-        text = progress.line(a.sweep_dir, a.point)
-        if not a.no_log:
-            progress.append(a.sweep_dir, text)
-        print(text)
         return 0
     if a.command in ("finish-point", "fail-point"):
         from bench.sweep import progress, record

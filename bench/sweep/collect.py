@@ -46,9 +46,13 @@ def server_info(url: str, api_key: str | None, timeout: float = 30.0) -> dict[st
             req.add_header("Authorization", f"Bearer {api_key}")
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return redact(json.loads(resp.read()))
+                data = json.loads(resp.read())
         except (urllib.error.URLError, ValueError, OSError) as e:
             last = e
+            continue
+        if isinstance(data, dict):
+            return redact(data)
+        last = ValueError(f"{path} answered {type(data).__name__}, not a JSON object")
     raise CollectError(f"/server_info did not answer: {last}")
 
 

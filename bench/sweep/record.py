@@ -67,7 +67,7 @@ def _timings(info: dict[str, Any], finished: float) -> dict[str, Any]:
 
 def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
     point = info["point"]
-    pid = point["id"]
+    pid = str(point["id"])
     staging = sweep_dir / layout.STAGING / f"{pid}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -117,7 +117,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
 
 def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:
     point = info["point"]
-    pdir = sweep_dir / point["id"]
+    pdir = sweep_dir / str(point["id"])
     previous = layout.read_json(pdir / layout.FAILURE_FILE) or {}
     finished = time.time()
     journal = info.get("journal") or []

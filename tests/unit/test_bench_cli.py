@@ -61,6 +61,31 @@ def test_unreachable_server_is_reported_before_any_output(tmp_path, capsys):
     assert list((tmp_path / "o").glob("*.json")) == []
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--requests", "32"],  # once silently --requests-per-slot 32
+        ["--requests=32"],
+        ["--min", "3"],
+        ["--redo-f"],
+    ],
+)
+def test_option_prefixes_are_not_abbreviations(tmp_path, capsys, extra):
+    args = ["run", "--url", "http://127.0.0.1:1", "--contexts", "512", "--concurrency", "1"]
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--out", str(tmp_path / "o"), *extra])
+    assert e.value.code == 2
+    assert f"unrecognized arguments: {extra[0]}" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_speedup_refuses_option_prefixes(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["speedup", str(tmp_path / "a"), str(tmp_path / "b"), "--js"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --js" in capsys.readouterr().err
+
+
 def test_argparse_rejects_missing_required(capsys):
     with pytest.raises(SystemExit) as e:
         main(["run", "--url", "http://x"])
