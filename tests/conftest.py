@@ -220,3 +220,24 @@ def start_module_emulator(
     yield start
     for emu in started:
         emu.stop()
+
+
+# --- tests/releases: every real SGLang release (tests/releases/harness.py) ----------------------
+# Marked `releases`: `make releases` runs them after building the real-SGLang test image, and
+# `make unit` leaves them out. (One conftest for the tree: tests import from it as `conftest`.)
+RELEASES_DIR = Path(__file__).parent / "releases"
+sys.path.insert(0, str(RELEASES_DIR))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if RELEASES_DIR in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.releases)
+
+
+@pytest.fixture(scope="session")
+def release_facts() -> dict[str, dict[str, Any]]:
+    """version -> what that release's own parser and source say (cached per wheel)."""
+    import harness
+
+    return harness.all_facts()

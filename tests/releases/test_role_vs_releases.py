@@ -7,16 +7,12 @@ role's own filter) and the named dialect whose `releases` range covers the relea
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import harness
 import pytest
-import yaml
+from role_filters import TABLE, load_filters
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "sglang_server"
-TABLE = yaml.safe_load((ROLE / "vars" / "dialects.yml").read_text())
 NAMED: dict[str, Any] = TABLE["sglang_server_dialects_builtin"]
 CANDIDATES: dict[str, Any] = TABLE["sglang_server_dialect_candidates"]
 SERVING: dict[str, Any] = TABLE["sglang_server_serving_candidates"]
@@ -30,17 +26,7 @@ SETTINGS = {
 }
 
 
-def _filters() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "sglang_server_filters", ROLE / "filter_plugins" / "sglang_server.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-filters = _filters()
+filters = load_filters()
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from role_filters import TABLE, load_filters
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "sglang_server"
-
-
-def _load_filters() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "sglang_server_filters", ROLE / "filter_plugins" / "sglang_server.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-filters = _load_filters()
-TABLE: dict[str, Any] = yaml.safe_load((ROLE / "vars" / "dialects.yml").read_text())
+filters = load_filters()
 DIALECTS: dict[str, Any] = TABLE["sglang_server_dialects_builtin"]
 CANDIDATES: dict[str, Any] = TABLE["sglang_server_dialect_candidates"]
 
