@@ -54,6 +54,17 @@ def _parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds without a byte before a request counts as failed",
     )
+    r.add_argument(
+        "--archive",
+        type=Path,
+        help="after the run, pack the records, /server_info, the unit file and the journal of the"
+        " verified server run into this .tar.gz (needs --unit and --invocation)",
+    )
+    r.add_argument("--unit", help="the server's systemd unit (with --archive)")
+    r.add_argument(
+        "--invocation",
+        help="the verified InvocationID (with --archive); another one running fails the archive",
+    )
     live = r.add_mutually_exclusive_group()
     live.add_argument("--live", dest="live", action="store_true", default=None)
     live.add_argument("--no-live", dest="live", action="store_false")
@@ -80,6 +91,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         _positive("--" + name.replace("_", "-"), getattr(a, name))
     if a.out.exists() and not a.out.is_dir():
         raise BadArguments(f"--out {a.out} exists and is not a directory")
+    if a.archive and not (a.unit and a.invocation):
+        raise BadArguments("--archive needs --unit and --invocation (the verified server run)")
     cfg = RunConfig(
         url=a.url,
         out=a.out,
@@ -101,6 +114,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
         live=a.live,
     )
     asyncio.run(run_benchmark(cfg))
+    if a.archive:
+        from bench.archive import collect
+
+        print(collect(a.url, a.unit, a.invocation, a.out, a.archive))
     return 0
 
 

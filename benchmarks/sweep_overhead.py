@@ -1,6 +1,7 @@
 """Controller-side orchestration overhead of a sweep, per point: wall time minus the server's
 load time (readiness module, restart included) and the bench's time. Prints every point and the
-median over the points.
+median over the points; with --run also the tasks each point ran and how many of them reached the
+host (benchmarks/callback_plugins/task_log.py logs them).
 
     # run the demo sweep under a fresh name (demo host up: `make demo` once), then measure it
     .venv/bin/python benchmarks/sweep_overhead.py --run
@@ -14,22 +15,54 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_demo_sweep(extra: list[str]) -> Path:
+# Actions that run on the controller even when the task is the host's.
+LOCAL_ACTIONS = {"set_fact", "assert", "debug", "fail", "meta", "include_vars", "add_host"}
+TASK_LOG = Path(__file__).resolve().parent / "callback_plugins"
+
+
+def run_demo_sweep(extra: list[str], task_log: Path) -> Path:
     name = time.strftime("overhead-%Y%m%d-%H%M%S")
     cmd = ["ansible-playbook", "-i", "inventory/demo/hosts.yml", "sweep.yml"]
     cmd += ["-e", f"sweep_name={name}", *extra]
     print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True)
+    env = {
+        **os.environ,
+        "ANSIBLE_CALLBACK_PLUGINS": str(TASK_LOG),
+        "ANSIBLE_CALLBACKS_ENABLED": "task_log",
+        "TASK_LOG_PATH": str(task_log),
+    }
+    subprocess.run(cmd, cwd=ROOT, check=True, env=env)
     return ROOT / "results" / name
+
+
+def tasks_per_point(task_log: Path) -> dict[str, tuple[int, int]]:
+    """point id -> (task results, of which on the host): a point starts at its "Start" task."""
+    counts: dict[str, list[int]] = {}
+    current = None
+    for line in task_log.read_text().splitlines():
+        t = json.loads(line)
+        name = t["task"]
+        if " - point " in name and name.split(" - point ")[0].endswith("Start"):
+            current = name.split(" - point ")[-1]
+            counts[current] = [0, 0]
+        if current is None or "Report" in name or "summary.csv" in name:
+            continue
+        action = t["action"].rsplit(".", 1)[-1]
+        counts[current][0] += 1
+        if action not in LOCAL_ACTIONS and t["delegated"] not in ("localhost", "127.0.0.1"):
+            counts[current][1] += 1
+    return {k: (v[0], v[1]) for k, v in counts.items()}
 
 
 def main() -> int:
@@ -39,8 +72,9 @@ def main() -> int:
     p.add_argument("sweep_dir", nargs="?", type=Path)
     p.add_argument("--run", action="store_true", help="run the demo sweep first")
     a, extra = p.parse_known_args()
+    task_log = Path(tempfile.mkstemp(prefix="sweep-tasks-", suffix=".jsonl")[1])
     if a.run:
-        sweep = run_demo_sweep(extra)
+        sweep = run_demo_sweep(extra, task_log)
     elif a.sweep_dir:
         sweep = a.sweep_dir
     else:
@@ -63,6 +97,17 @@ def main() -> int:
         f"orchestration overhead per point: median {statistics.median(overheads):.1f} s "
         f"over {len(rows)} points (min {min(overheads):.1f}, max {max(overheads):.1f})"
     )
+    counts = tasks_per_point(task_log) if task_log.stat().st_size else {}
+    if counts:
+        print(f"{'point':<28} {'tasks':>6} {'on the host':>12}")
+        for name, (total, host) in counts.items():
+            print(f"{name:<28} {total:>6} {host:>12}")
+        print(
+            f"tasks per point: median {statistics.median(c[0] for c in counts.values()):g}, "
+            f"of which on the host {statistics.median(c[1] for c in counts.values()):g} "
+            "(task results, handlers included; includes and meta tasks produce none)"
+        )
+    task_log.unlink(missing_ok=True)
     return 0
 
 

@@ -210,3 +210,39 @@ def test_a_flag_whose_dest_the_build_does_not_report_is_rendered_but_not_expecte
     out = filters.sglang_server_launch(config(), filters.sglang_dialect_discover(build, CANDIDATES))
     assert "--speculative-draft-window-size" in flat(out["flags"])
     assert "draft_window" not in out["expect"]
+
+
+def point(**kw: Any) -> dict[str, Any]:
+    return {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048, **kw}
+
+
+def test_point_rules_accept_what_the_dialect_can_express() -> None:
+    assert filters.sglang_server_point_problems(point(), DIALECTS["ddtree"], 16) == []
+    assert filters.sglang_server_point_problems(point(algorithm="NONE", topk=99), {}, 16) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"topk": 32}, "sglang_server_topk=32 cannot be expressed by DDTREE"),
+        ({"window": 8}, "sglang_server_window=8 is smaller than the drafter's block size 16"),
+        (
+            {"algorithm": "DFLASH", "budget": 8, "topk": 1},
+            "sglang_server_budget=8 differs from the drafter's block size 16",
+        ),
+        ({"algorithm": "DFLASH", "budget": 16, "topk": 2}, "(allowed: [1])"),
+        ({"algorithm": "EAGLE"}, "sglang_server_speculative_algorithm=EAGLE is not available"),
+        ({"budget": "x"}, "sglang_server_budget=x must be a positive integer"),
+    ],
+)
+def test_point_rules_name_the_bad_value(overrides: dict[str, Any], says: str) -> None:
+    problems = filters.sglang_server_point_problems(point(**overrides), DIALECTS["ddtree"], 16)
+    assert says in " ".join(problems)
+
+
+def test_block_size_rules_wait_for_the_block_size_and_names_can_be_the_planners() -> None:
+    bad = point(algorithm="DFLASH", budget=8, topk=1)
+    assert filters.sglang_server_point_problems(bad, DIALECTS["ddtree"]) == []
+    names = {"budget": "budget"}
+    problems = filters.sglang_server_point_problems(bad, DIALECTS["ddtree"], 16, names=names)
+    assert problems and problems[0].startswith("budget=8 differs")

@@ -1,4 +1,4 @@
-"""python -m bench.sweep (and python -m bench): an option's prefix is an error, never a silent
+"""python -m sweep (and python -m bench): an option's prefix is an error, never a silent
 abbreviation of a longer option."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import cli as bench_cli
-from bench.sweep.__main__ import _parser, main
+from sweep.__main__ import _parser, main
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
     return out
 
 
-@pytest.mark.parametrize("make", [_parser, bench_cli._parser], ids=["bench.sweep", "bench"])
+@pytest.mark.parametrize("make", [_parser, bench_cli._parser], ids=["sweep", "bench"])
 def test_every_parser_and_subcommand_refuses_abbreviations(make) -> None:
     # add_parser does not inherit allow_abbrev from the parent: each subcommand needs its own
     parsers = _all_parsers(make())

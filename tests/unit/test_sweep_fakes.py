@@ -1,4 +1,4 @@
-"""Helpers (no tests) for the bench.sweep tests: fake points with bench records, archives.
+"""Helpers (no tests) for the sweep tests: fake points with bench records, archives.
 
 Named test_sweep_* only to live beside them; pytest finds no test in it."""
 
@@ -50,7 +50,7 @@ def write_records(out: Path, throughput: float, accept: float | None, failed: in
 
 
 def archive(tmp: Path, throughput: float, accept: float | None, name: str = "a.tar.gz") -> Path:
-    """What bench.sweep.collect sends back from a host."""
+    """What bench.archive sends back from a host."""
     src = tmp / f"src-{name}"
     write_records(src / "records", throughput, accept)
     (src / "server_info.json").write_text(json.dumps({"api_key": "<redacted>"}))

@@ -1,4 +1,4 @@
-"""bench.sweep.plan: grid expansion, validation, ordering, ids, host split, resume."""
+"""sweep.plan: grid expansion, validation, ordering, ids, host split, resume."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from test_sweep_fakes import INVENTORY, plan_input
 
-from bench.sweep import plan
-from bench.sweep.plan import Point, SweepInputError, make_plan
+from sweep import plan
+from sweep.plan import Point, SweepInputError, make_plan
 
 
 def ids(p: plan.Plan) -> list[str]:
@@ -145,3 +145,82 @@ def test_a_rerun_with_other_bench_parameters_is_refused(tmp_path: Path) -> None:
         "ddtree-b8-k4-w2048",
         "ddtree-b16-k4-w2048",
     ]
+
+
+def test_the_planner_fills_what_the_host_leaves_unset_from_the_roles_defaults(
+    tmp_path: Path,
+) -> None:
+    server = plan.role_defaults("sglang_server")
+    bench = plan.role_defaults("sglang_bench")
+    s = plan.host_settings({})
+    assert (s["budget"], s["topk"], s["window"]) == (
+        server["sglang_server_budget"],
+        server["sglang_server_topk"],
+        server["sglang_server_window"],
+    )
+    assert s["algorithm"] == server["sglang_server_speculative_algorithm"]
+    assert s["bench"]["contexts"] == bench["sglang_bench_contexts"]
+    assert s["baseline"] is plan.SWEEP_DEFAULTS["sglang_sweep_baseline"]
+
+
+def test_sweep_defaults_beat_the_servers_own_and_the_host_beats_the_roles() -> None:
+    s = plan.host_settings(
+        {
+            "sglang_server_budget": 12,
+            "sglang_server_topk": 3,
+            "sglang_sweep_defaults": {"topk": 5},
+            "sglang_bench_contexts": [99],
+        }
+    )
+    assert (s["budget"], s["topk"]) == (12, 5)
+    assert s["bench"]["contexts"] == [99]
+
+
+def test_a_plan_from_host_variables_and_the_cli_results_dir(tmp_path: Path) -> None:
+    p = make_plan(
+        {
+            "cli": {"budget": "8", "results_dir": str(tmp_path), "contexts": "", "topk": ""},
+            "host": {
+                "sglang_server_speculative_algorithm": "DDTREE",
+                "sglang_server_dialect": "ddtree",
+                "sglang_bench_contexts": [512],
+                "sglang_bench_concurrency": [1],
+                "sglang_bench_categories": ["random"],
+            },
+            "hosts": ["h1"],
+        }
+    )
+    assert ids(p) == ["baseline", "ddtree-b8-k1-w2048"]
+    assert p.sweep_dir.parent == tmp_path.resolve()
+    assert p.bench["contexts"] == [512]
+
+
+def test_a_rerun_clears_the_previous_runs_stop_marker(tmp_path: Path) -> None:
+    first = make_plan(plan_input(tmp_path, budget=8, sweep_name="s"))
+    plan.record_run(first)
+    stop = tmp_path / "s" / plan.layout.STOP
+    stop.write_text("ddtree-b8-k4-w2048 failed on h1\n")
+    plan.record_run(make_plan(plan_input(tmp_path, budget=8, sweep_name="s")))
+    assert not stop.exists()
+
+
+def test_points_are_checked_against_what_the_hosts_build_allows(tmp_path: Path) -> None:
+    # What preflight published for a build that has DFLASH only (a discovered dialect).
+    server = {
+        "dialect": {
+            "version": "discovered from sglang 0.5.15 (build x)",
+            "algorithms": {
+                "DFLASH": {
+                    "budget": {"flag": "--speculative-num-draft-tokens", "equals_block_size": True},
+                    "topk": {"choices": [1]},
+                    "window": {"flag": "--speculative-draft-window-size"},
+                }
+            },
+        },
+        "block_size": 8,
+    }
+    inp = {**plan_input(tmp_path, budget=8, algorithm="DFLASH", topk=1), "server": server}
+    assert "dflash-b8-k1-w2048" in ids(make_plan(inp))
+    bad = {**plan_input(tmp_path, budget=8, algorithm="DDTREE"), "server": server}
+    with pytest.raises(SweepInputError, match="algorithm=DDTREE is not available in discovered"):
+        make_plan(bad)

@@ -1,4 +1,4 @@
-"""bench.sweep.progress: done/total, elapsed and an ETA from measured load and bench times."""
+"""sweep.progress: done/total, elapsed and an ETA from measured load and bench times."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.records import write_json
-from bench.sweep import layout, progress
+from sweep import layout, progress
 
 
 def _sweep(tmp: Path, ids: list[str], started: float, hosts: int = 1) -> Path:

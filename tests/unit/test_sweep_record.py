@@ -1,4 +1,4 @@
-"""bench.sweep.record: a point appears whole or not at all; failures are retried and counted."""
+"""sweep.record: a point appears whole or not at all; failures are retried and counted."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_sweep_fakes import archive, evil_archive, info
 
-from bench.sweep import layout, record
+from sweep import layout, record
 
 SERVER = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048, "env": {}}
 

@@ -1,4 +1,4 @@
-"""bench.sweep.report: every point x cell, speed-up vs the baseline, best point, failures, plots."""
+"""sweep.report: every point x cell, speed-up vs the baseline, best point, failures, plots."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from test_sweep_fakes import write_records
 
 from bench.records import write_json
-from bench.sweep import layout
-from bench.sweep.report import write_report
+from sweep import layout
+from sweep.report import write_report
 
 
 def _point(sweep: Path, pid: str, server: dict, throughput: float, accept: float | None) -> None:
@@ -96,3 +96,12 @@ def test_partial_sweep_without_baseline_has_no_speedups(tmp_path: Path) -> None:
     _point(s, "x", {"algorithm": "DDTREE", "budget": 4, "topk": 4, "window": 2048}, 80.0, 3.0)
     rows = _csv(write_report(s, with_plots=True)["summary"])
     assert rows and all(r["speedup"] == "" for r in rows)
+
+
+def test_report_lists_the_latest_runs_points_that_are_not_complete(sweep: Path) -> None:
+    write_json(
+        sweep / layout.SWEEP_FILE,
+        {"runs": [{"points": ["baseline", "ddtree-b16-k4-w2048", "ddtree-b2-k4-w2048"]}]},
+    )
+    out = write_report(sweep, with_plots=False)
+    assert out["incomplete"] == ["ddtree-b16-k4-w2048", "ddtree-b2-k4-w2048"]

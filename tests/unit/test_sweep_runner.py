@@ -1,4 +1,4 @@
-"""bench.sweep.runner: -e parsing like ansible-playbook, and status read from the artifacts."""
+"""sweep.runner: -e parsing like ansible-playbook, and status read from the artifacts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sweep import runner
+from sweep import runner
 
 
 def test_extravars_like_ansible_playbook() -> None:

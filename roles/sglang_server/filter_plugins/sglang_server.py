@@ -72,6 +72,80 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
     return {"flags": flags, "env": env, "expect": expect, "expect_env": dict(env)}
 
 
+ROLE_NAMES = {
+    "algorithm": "sglang_server_speculative_algorithm",
+    "budget": "sglang_server_budget",
+    "topk": "sglang_server_topk",
+    "window": "sglang_server_window",
+}
+
+
+def sglang_server_point_problems(
+    point: dict[str, Any],
+    dialect: dict[str, Any],
+    block_size: int | None = None,
+    names: dict[str, str] | None = None,
+) -> list[str]:
+    """Why a build (its dialect) cannot serve this algorithm/budget/topk/window; [] when it can.
+
+    The one statement of these rules: preflight asserts it is empty, and the sweep planner
+    (sweep/plan.py) checks every point with it before anything runs. `names` are the parameter
+    names to use in messages (the role's variables by default); block-size rules are skipped
+    while the drafter's block size is not known (None).
+    """
+    name = {**ROLE_NAMES, **(names or {})}
+    algorithm = str(point["algorithm"]).upper()
+    if algorithm == "NONE":
+        return []
+    spec = (dialect.get("algorithms") or {}).get(algorithm)
+    if spec is None:
+        why = (dialect.get("unavailable") or {}).get(algorithm)
+        return [
+            f"{name['algorithm']}={point['algorithm']} is not available in "
+            f"{dialect.get('version', 'this dialect')}"
+            + (f": it cannot be given {'; '.join(why)}" if why else "")
+            + f". It has: {', '.join(['NONE', *(dialect.get('algorithms') or {})])}."
+        ]
+    values: dict[str, int] = {}
+    for key in ("budget", "topk", "window"):
+        try:
+            values[key] = int(point[key])
+        except (TypeError, ValueError):
+            return [f"{name[key]}={point[key]} must be a positive integer."]
+    budget, topk, window = values["budget"], values["topk"], values["window"]
+    problems = []
+    rule = spec.get("topk")
+    allowed = (
+        "1"
+        if rule is None
+        else str(rule["choices"])
+        if "choices" in rule
+        else f"1 to {rule['max']}"
+        if "max" in rule
+        else None
+    )
+    if (
+        (rule is None and topk != 1)
+        or (rule is not None and "choices" in rule and topk not in rule["choices"])
+        or (rule is not None and "max" in rule and topk > int(rule["max"]))
+    ):
+        problems.append(
+            f"{name['topk']}={topk} cannot be expressed by {algorithm} in "
+            f"{dialect.get('version')} (allowed: {allowed})."
+        )
+    if block_size:
+        if (spec.get("budget") or {}).get("equals_block_size") and budget != block_size:
+            problems.append(
+                f"{name['budget']}={budget} differs from the drafter's block size {block_size}:"
+                f" {algorithm} drafts exactly one block."
+            )
+        if "window" in spec and window < block_size:
+            problems.append(
+                f"{name['window']}={window} is smaller than the drafter's block size {block_size}."
+            )
+    return problems
+
+
 def systemd_quote(value: Any) -> str:
     """Quotes one ExecStart word so systemd passes it through verbatim."""
     text = str(value)
@@ -180,5 +254,6 @@ class FilterModule:
             "sglang_server_launch": sglang_server_launch,
             "systemd_quote": systemd_quote,
             "sglang_dialect_discover": sglang_dialect_discover,
+            "sglang_server_point_problems": sglang_server_point_problems,
             "sglang_build_offers": sglang_build_offers,
         }

@@ -15,8 +15,8 @@ from typing import Any
 
 from bench.records import aggregate_points, load_records, write_atomic
 from bench.speedup import compare
-from bench.sweep import layout
-from bench.sweep.record import RECORDS
+from sweep import layout
+from sweep.record import RECORDS
 
 COLUMNS = (
     "point",
@@ -251,12 +251,20 @@ def to_markdown(
     return "\n".join(lines) + "\n"
 
 
+def incomplete(sweep_dir: Path, points: list[Any]) -> list[str]:
+    """Points the latest run planned that are not complete (failed, or never ran)."""
+    runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or []
+    planned = runs[-1].get("points", []) if runs else [p.point_id for p in points]
+    status = {p.point_id: p.status for p in points}
+    return [pid for pid in planned if status.get(pid) != "complete"]
+
+
 def write_report(sweep_dir: Path, with_plots: bool = True) -> dict[str, Any]:
     points = load_points(sweep_dir)
     table = rows(points)
     plots: list[str] = []
     if with_plots:
-        from bench.sweep.plots import write_plots
+        from sweep.plots import write_plots
 
         plots = write_plots(sweep_dir, table)
     write_atomic(sweep_dir / "summary.csv", to_csv(table))
@@ -266,6 +274,7 @@ def write_report(sweep_dir: Path, with_plots: bool = True) -> dict[str, Any]:
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
+        "incomplete": incomplete(sweep_dir, points),
         "best": [
             f"ctx {r['context']} c {r['concurrency']}: {r['point']} "
             f"{_f(r['output_throughput'])} tok/s, x{_f(r['speedup'], '.2f')}"

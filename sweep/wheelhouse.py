@@ -3,13 +3,15 @@
 Hosts (GPU clusters, the test containers) often cannot reach a package index, so the controller
 builds the project's wheel and downloads binary wheels of its dependencies for the host's Python
 and machine, plus pip itself (installed from its wheel, no ensurepip needed on the host).
-The directory name carries a hash of the sources: a changed bench package is a new wheelhouse,
-and the host reinstalls when that name changes.
+The directory name carries a hash of what the wheel is built from (bench/ and the build tables of
+pyproject.toml): a changed bench package is a new wheelhouse, and the host reinstalls when that name
+changes. Controller code (this package, the playbooks, the tooling config) is not in it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,15 +21,29 @@ from pathlib import Path
 PIP_QUIET = ["-q", "--disable-pip-version-check"]
 
 
+def build_tables(pyproject: Path) -> bytes:
+    """The parts of pyproject.toml that shape the wheel; [tool.ruff] and the like do not."""
+    import tomllib  # the controller runs ansible-core 2.19: Python 3.11+
+
+    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    tool = data.get("tool") or {}
+    kept = {
+        "build-system": data.get("build-system"),
+        "project": data.get("project"),
+        "setuptools": tool.get("setuptools"),
+    }
+    return json.dumps(kept, sort_keys=True).encode()
+
+
 def source_hash(project: Path) -> str:
     h = hashlib.sha256()
+    h.update(build_tables(project / "pyproject.toml"))
     sources = sorted(
         p
         for p in (project / "bench").rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")
     )
-    files = [project / "pyproject.toml", *sources]
-    for p in files:
+    for p in sources:
         h.update(str(p.relative_to(project)).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]

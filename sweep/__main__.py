@@ -1,6 +1,7 @@
-"""python -m bench.sweep plan|finish-point|fail-point|report|run|status|wheelhouse|collect
+"""python -m sweep plan|finish-point|fail-point|report|run|status|wheelhouse
 
-sweep.yml and the sglang_bench role call plan, wheelhouse, collect (on the host), finish-point and
+The controller side of a sweep (the hosts only ever get the bench package, bench/).
+sweep.yml and the sglang_bench role call plan, wheelhouse, finish-point and
 fail-point (plan, finish-point and fail-point read JSON on stdin) and report; users call report
 (any time, a partial sweep too), run and status. Contracts: docs/architecture.md.
 """
@@ -16,9 +17,7 @@ from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.sweep", description=__doc__, allow_abbrev=False
-    )
+    p = argparse.ArgumentParser(prog="python -m sweep", description=__doc__, allow_abbrev=False)
     sub = p.add_subparsers(dest="command", required=True)
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
@@ -56,13 +55,6 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", type=Path, required=True)
     s.add_argument("--python-version", required=True)
     s.add_argument("--machine", required=True)
-
-    s = command("collect", "pack a point's files on the host")
-    s.add_argument("--url", required=True)
-    s.add_argument("--unit", required=True)
-    s.add_argument("--invocation", required=True)
-    s.add_argument("--records", type=Path, required=True)
-    s.add_argument("--archive", type=Path, required=True)
     return p
 
 
@@ -75,8 +67,8 @@ def _stdin_json() -> dict[str, Any]:
 
 def _run(a: argparse.Namespace) -> int:
     if a.command == "plan":
-        from bench.sweep import plan as plan_mod
-        from bench.sweep import progress
+        from sweep import plan as plan_mod
+        from sweep import progress
 
         plan = plan_mod.make_plan(_stdin_json())
         if not a.dry_run:
@@ -85,7 +77,7 @@ def _run(a: argparse.Namespace) -> int:
         print(json.dumps(plan.to_dict()))
         return 0
     if a.command in ("finish-point", "fail-point"):
-        from bench.sweep import progress, record
+        from sweep import progress, record
 
         info = record.load_info(sys.stdin.read())
         if a.command == "finish-point":
@@ -97,7 +89,7 @@ def _run(a: argparse.Namespace) -> int:
         print(text)
         return 0
     if a.command == "report":
-        from bench.sweep.report import write_report
+        from sweep.report import write_report
 
         out = write_report(a.sweep_dir, with_plots=not a.no_plots)
         if a.json:
@@ -108,22 +100,22 @@ def _run(a: argparse.Namespace) -> int:
                 print(f"best {line}")
         return 0
     if a.command == "run":
-        from bench.sweep import runner
+        from sweep import runner
 
         extravars = runner.parse_extravars(a.extra)
         ident = a.ident or runner.new_ident()
         if a.detach:
             pid = runner.run_detached(extravars, a.private_dir.resolve(), ident, a.inventory)
-            print(f"{ident} (pid {pid}); inspect: python -m bench.sweep status {ident}")
+            print(f"{ident} (pid {pid}); inspect: python -m sweep status {ident}")
             return 0
         return runner.run_foreground(extravars, a.private_dir.resolve(), ident, a.inventory)
     if a.command == "status":
-        from bench.sweep import runner
+        from sweep import runner
 
         print(json.dumps(runner.status(a.private_dir.resolve(), a.ident), indent=1))
         return 0
     if a.command == "wheelhouse":
-        from bench.sweep import wheelhouse
+        from sweep import wheelhouse
 
         path, built = wheelhouse.build(
             a.project.resolve(), a.cache.resolve(), a.python_version, a.machine
@@ -139,10 +131,7 @@ def _run(a: argparse.Namespace) -> int:
             )
         )
         return 0
-    from bench.sweep.collect import collect
-
-    print(collect(a.url, a.unit, a.invocation, a.records, a.archive))
-    return 0
+    raise AssertionError(f"unhandled command {a.command}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except Exception as e:  # one clear line for the playbook's failure message
-        from bench.sweep.plan import SweepInputError
+        from sweep.plan import SweepInputError
 
         kind = "bad sweep input" if isinstance(e, SweepInputError) else type(e).__name__
         print(f"sweep: {kind}: {e}", file=sys.stderr)

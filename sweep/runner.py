@@ -1,8 +1,8 @@
 """Run sweep.yml through ansible-runner, in the foreground or detached, and inspect a run from
 its artifacts (artifacts/<ident>/status, rc, stdout) and the sweep's progress lines.
 
-    python -m bench.sweep run --detach -e budget=4,8 -e topk=2,4    # prints the ident
-    python -m bench.sweep status <ident>                            # state, rc, last progress line
+    python -m sweep run --detach -e budget=4,8 -e topk=2,4    # prints the ident
+    python -m sweep status <ident>                            # state, rc, last progress line
     tail -F artifacts/<ident>/stdout
 """
 
@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 _PROGRESS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] sweep \S+: .*")
 
 
@@ -68,7 +68,7 @@ def run_detached(
 ) -> int:
     """Starts the sweep in its own session (it survives the shell); returns the child's PID."""
     private_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "bench.sweep", "run", "--ident", ident]
+    argv = [sys.executable, "-m", "sweep", "run", "--ident", ident]
     argv += ["--private-dir", str(private_dir), "-e", json.dumps(extravars)]
     if inventory:
         argv += ["--inventory", str(Path(inventory).resolve())]

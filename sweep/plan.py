@@ -2,8 +2,11 @@
 
 Input (from the playbook, JSON): the command line's logical parameters (`cli`: budget, topk,
 window, algorithm, points, baseline, contexts, concurrency, output_len, requests, categories,
-sweep_name, stop_on_failure), the inventory's defaults for them (`inventory`), the hosts, and
-the results root. Every value is validated before anything runs anywhere.
+sweep_name, stop_on_failure, results_dir), the first host's variables that bear on the sweep as
+they are (`host`: sglang_server_*, sglang_bench_*, sglang_sweep_*, only those it defines), what
+that host's preflight found its build and drafter allow (`server`: dialect, block_size), and the
+hosts. The defaults of what the host leaves unset are read here, once: the roles' own defaults
+files and SWEEP_DEFAULTS. Every value is validated before anything runs anywhere.
 
 A point is one server configuration; the bench matrix (contexts x concurrency x output length x
 category) runs inside every point, so bench parameters never cause a restart. Points differ in
@@ -23,15 +26,24 @@ from pathlib import Path
 from typing import Any
 
 from bench.prompt_sets import CATEGORIES
-from bench.sweep import layout
+from sweep import layout
 
 SERVER_KEYS = ("algorithm", "budget", "topk", "window")
 POINT_KEYS = (*SERVER_KEYS, "env")
 ALGORITHMS = ("DFLASH", "DDTREE", "EAGLE3", "NGRAM", "NONE")
 BENCH_LIST_KEYS = ("contexts", "concurrency", "output_len")
-DIALECTS_FILE = (
-    Path(__file__).resolve().parents[2] / "roles" / "sglang_server" / "vars" / "dialects.yml"
-)
+ROLES = Path(__file__).resolve().parents[1] / "roles"
+DIALECTS_FILE = ROLES / "sglang_server" / "vars" / "dialects.yml"
+# What the sweep does when the inventory says nothing (sglang_sweep_* have no role to default them).
+SWEEP_DEFAULTS: dict[str, Any] = {
+    "sglang_sweep_defaults": {},
+    "sglang_sweep_grid": {},
+    "sglang_sweep_points": [],
+    "sglang_sweep_baseline": True,
+    "sglang_sweep_stop_on_failure": False,
+    "sglang_sweep_name": "",
+    "sglang_sweep_results_dir": "results",
+}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -78,53 +90,43 @@ class Point:
         }
 
 
+def role_filters() -> Any:
+    """The sglang_server role's filter plugin: its point rules are the planner's too."""
+    import importlib.util
+
+    path = ROLES / "sglang_server" / "filter_plugins" / "sglang_server.py"
+    spec = importlib.util.spec_from_file_location("sglang_server_filters", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @dataclass
 class Rules:
-    """What the host's flag dialect can express (from roles/sglang_server/vars/dialects.yml)."""
+    """What the host's build can express: its named dialect, checked by the role's own rules
+    (sglang_server_point_problems). With dialect auto the build is described on the host, so the
+    role's preflight checks each point there."""
 
-    dialect: str
-    algorithms: dict[str, dict[str, Any]] | None  # None: dialect unknown here ("auto")
+    dialect: dict[str, Any] | None  # None: dialect auto
     block_size: int = 16
 
     def check(self, p: Point) -> None:
-        if p.is_baseline or self.algorithms is None:
+        if self.dialect is None:
             return
-        spec = self.algorithms.get(p.algorithm)
-        if spec is None:
-            known = ", ".join(["NONE", *self.algorithms])
-            raise SweepInputError(
-                f"algorithm={p.algorithm} is not available in dialect {self.dialect} "
-                f"(it has {known})"
-            )
-        budget = spec.get("budget") or {}
-        if budget.get("equals_block_size") and p.budget != self.block_size:
-            raise SweepInputError(
-                f"budget={p.budget} with algorithm={p.algorithm}: {p.algorithm} drafts exactly "
-                f"one block, so budget must equal the drafter's block size {self.block_size}; "
-                f"sweep budgets with algorithm=DDTREE"
-            )
-        topk = spec.get("topk")
-        if topk is None and p.topk != 1:
-            raise SweepInputError(f"topk={p.topk} with algorithm={p.algorithm}: only topk=1")
-        if topk is not None:
-            if "choices" in topk and p.topk not in topk["choices"]:
-                raise SweepInputError(
-                    f"topk={p.topk} with algorithm={p.algorithm} in dialect {self.dialect}: "
-                    f"allowed {topk['choices']}"
-                )
-            if "max" in topk and p.topk > int(topk["max"]):
-                raise SweepInputError(
-                    f"topk={p.topk} with algorithm={p.algorithm}: at most {topk['max']}"
-                )
-        if "window" in spec and p.window < self.block_size:
-            raise SweepInputError(
-                f"window={p.window} is smaller than the drafter's block size {self.block_size}"
-            )
+        problems = role_filters().sglang_server_point_problems(
+            p.server(), self.dialect, self.block_size, names=PLANNER_NAMES
+        )
+        if problems:
+            raise SweepInputError(" ".join(problems))
+
+
+PLANNER_NAMES = {"algorithm": "algorithm", "budget": "budget", "topk": "topk", "window": "window"}
 
 
 def load_rules(dialect: str, extra: dict[str, Any] | None, block_size: int) -> Rules:
     if not dialect or dialect == "auto":
-        return Rules(dialect or "auto", None, block_size or 16)
+        return Rules(None, block_size or 16)
     import yaml  # controller only: the hosts never plan
 
     table = yaml.safe_load(DIALECTS_FILE.read_text(encoding="utf-8"))
@@ -133,7 +135,7 @@ def load_rules(dialect: str, extra: dict[str, Any] | None, block_size: int) -> R
         raise SweepInputError(
             f"dialect={dialect} is unknown (known: {', '.join(sorted(dialects))})"
         )
-    return Rules(dialect, dialects[dialect].get("algorithms", {}), block_size or 16)
+    return Rules(dialects[dialect], block_size or 16)
 
 
 # ---------------------------------------------------------------- value parsing
@@ -281,14 +283,20 @@ def _grid(spec: dict[str, Any], d: Defaults) -> list[Point]:
     return [Point(a, b, k, w) for a, b, k, w in itertools.product(algos, budgets, topks, windows)]
 
 
-def expand(cli: dict[str, Any], inventory: dict[str, Any]) -> list[Point]:
-    """The sweep's points in run order, validated, duplicates removed."""
+def expand(
+    cli: dict[str, Any], inventory: dict[str, Any], server: dict[str, Any] | None = None
+) -> list[Point]:
+    """The sweep's points in run order, validated, duplicates removed. `server` is what the
+    first host's preflight found its build and drafter allow (sglang_server_capabilities)."""
     d = Defaults.from_inventory(inventory)
-    rules = load_rules(
-        str(inventory.get("dialect") or "auto"),
-        inventory.get("dialects_extra") or {},
-        int(inventory.get("block_size") or 0),
-    )
+    if server and server.get("dialect"):
+        rules = Rules(server["dialect"], int(server.get("block_size") or 16))
+    else:
+        rules = load_rules(
+            str(inventory.get("dialect") or "auto"),
+            inventory.get("dialects_extra") or {},
+            int(inventory.get("block_size") or 0),
+        )
     grid_given = any(not _absent(cli.get(k)) for k in SERVER_KEYS)
     points: list[Point] = []
     if not _absent(cli.get("points")):
@@ -416,17 +424,60 @@ class Plan:
         }
 
 
+def role_defaults(role: str) -> dict[str, Any]:
+    import yaml  # controller only: the hosts never plan
+
+    path = ROLES / role / "defaults" / "main.yml"
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+
+
+def host_settings(host: dict[str, Any]) -> dict[str, Any]:
+    """The planner's view of the first host: its variables over the roles' and the sweep's
+    defaults. A parameter not swept keeps sglang_sweep_defaults.<name>, else the server's own."""
+    merged = {
+        **role_defaults("sglang_server"),
+        **role_defaults("sglang_bench"),
+        **SWEEP_DEFAULTS,
+        **host,
+    }
+    sweep_defaults = merged["sglang_sweep_defaults"] or {}
+
+    def server(name: str, var: str) -> Any:
+        return sweep_defaults.get(name, merged[var])
+
+    return {
+        "algorithm": server("algorithm", "sglang_server_speculative_algorithm"),
+        "budget": server("budget", "sglang_server_budget"),
+        "topk": server("topk", "sglang_server_topk"),
+        "window": server("window", "sglang_server_window"),
+        "dialect": merged["sglang_server_dialect"],
+        "dialects_extra": merged["sglang_server_dialects_extra"],
+        "block_size": merged["sglang_server_drafter_block_size"],
+        "grid": merged["sglang_sweep_grid"],
+        "points": merged["sglang_sweep_points"],
+        "baseline": merged["sglang_sweep_baseline"],
+        "stop_on_failure": merged["sglang_sweep_stop_on_failure"],
+        "sweep_name": merged["sglang_sweep_name"],
+        "results_dir": merged["sglang_sweep_results_dir"],
+        "bench": {
+            key: merged[f"sglang_bench_{key}"]
+            for key in (*BENCH_LIST_KEYS, "categories", "requests")
+        },
+    }
+
+
 def make_plan(inp: dict[str, Any]) -> Plan:
     cli = inp.get("cli") or {}
-    inventory = inp.get("inventory") or {}
+    inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     hosts = [str(h) for h in inp.get("hosts") or []]
-    points = expand(cli, inventory)
+    points = expand(cli, inventory, inp.get("server"))
     bench = bench_params(cli, inventory)
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
-    sweep_dir = Path(inp.get("results_root") or "results").resolve() / name
+    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
+    sweep_dir = Path(root or "results").resolve() / name
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
         raise SweepInputError(

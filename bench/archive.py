@@ -1,4 +1,5 @@
-"""Host side, after the bench: pack what the controller keeps of one point into one archive.
+"""After the bench (`python -m bench run --archive`): pack what the controller keeps of one
+point into one archive.
 
     records/            the bench records (JSON per cell, JSONL, summary.csv, aggregate.csv)
     server_info.json    /server_info of the verified server (API key redacted)
@@ -21,11 +22,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.errors import BenchError
 from bench.server import redact
 
 
-class CollectError(RuntimeError):
-    pass
+class CollectError(BenchError):
+    """The records cannot be trusted or packed; the point fails."""
 
 
 def systemd_property(unit: str, prop: str) -> str:

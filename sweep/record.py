@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_json
-from bench.sweep import layout
+from sweep import layout
 
 RECORDS = "records"
 POINT_FORMAT = 1

@@ -1,4 +1,4 @@
-"""bench.sweep.collect.server_info: a JSON object, key redacted, the old endpoint as fallback."""
+"""bench.archive.server_info: a JSON object, key redacted, the old endpoint as fallback."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from bench.archive import CollectError, server_info
 from bench.server import REDACTED
-from bench.sweep.collect import CollectError, server_info
 
 Answers = dict[str, object]
 

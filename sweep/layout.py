@@ -24,6 +24,8 @@ PROGRESS_LOG = "progress.log"
 POINT_FILE = "point.json"
 FAILURE_FILE = "failure.json"
 STAGING = ".staging"
+# Written by a failed point when stop_on_failure is set; the other hosts end their slices at it.
+STOP = ".stop"
 ATTEMPTS = ".attempts"
 
 Status = Literal["complete", "failed", "pending"]
@@ -68,5 +70,7 @@ def write_sweep(sweep_dir: Path, sweep: dict[str, Any]) -> None:
 
 
 def clear_staging(sweep_dir: Path) -> None:
-    """Points half-received by a killed run: never trusted, always redone."""
+    """Points half-received by a killed run: never trusted, always redone. A stop marker left by
+    the previous run's stop_on_failure is for that run only: a rerun retries its points."""
     shutil.rmtree(sweep_dir / STAGING, ignore_errors=True)
+    (sweep_dir / STOP).unlink(missing_ok=True)

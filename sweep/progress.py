@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.sweep import layout
+from sweep import layout
 
 
 def fmt_duration(seconds: float | None) -> str:
