@@ -47,16 +47,18 @@ def run_demo_sweep(extra: list[str], task_log: Path) -> Path:
 
 
 def tasks_per_point(task_log: Path) -> dict[str, tuple[int, int]]:
-    """point id -> (task results, of which on the host): a point starts at its "Start" task."""
+    """point id -> (task results, of which on the host): a point starts at its first task named
+    "... - point <id>"; the tasks after it without a point in their name (the server role's) count
+    for it."""
     counts: dict[str, list[int]] = {}
     current = None
     for line in task_log.read_text().splitlines():
         t = json.loads(line)
         name = t["task"]
-        if " - point " in name and name.split(" - point ")[0].endswith("Start"):
+        if " - point " in name and name.split(" - point ")[-1] not in counts:
             current = name.split(" - point ")[-1]
             counts[current] = [0, 0]
-        if current is None or "Report" in name or "summary.csv" in name:
+        if current is None or t["host"] == "localhost":  # the planning and report plays
             continue
         action = t["action"].rsplit(".", 1)[-1]
         counts[current][0] += 1
