@@ -27,7 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # Actions that run on the controller even when the task is the host's.
-LOCAL_ACTIONS = {"set_fact", "assert", "debug", "fail", "meta", "include_vars", "add_host"}
+LOCAL_ACTIONS = {
+    "set_fact",
+    "assert",
+    "debug",
+    "fail",
+    "meta",
+    "include_vars",
+    "add_host",
+    "include_role",
+    "include_tasks",
+    "validate_argument_spec",
+}
 TASK_LOG = Path(__file__).resolve().parent / "callback_plugins"
 
 
@@ -49,7 +60,8 @@ def run_demo_sweep(extra: list[str], task_log: Path) -> Path:
 def tasks_per_point(task_log: Path) -> dict[str, tuple[int, int]]:
     """point id -> (task results, of which on the host): a point starts at its first task named
     "... - point <id>"; the tasks after it without a point in their name (the server role's) count
-    for it."""
+    for it. The argument-spec check of the next loop iteration comes before that task, so it is
+    counted with the previous point: every point gets one, the last one from its predecessor."""
     counts: dict[str, list[int]] = {}
     current = None
     for line in task_log.read_text().splitlines():

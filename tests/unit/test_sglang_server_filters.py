@@ -246,3 +246,10 @@ def test_block_size_rules_wait_for_the_block_size_and_names_can_be_the_planners(
     names = {"budget": "budget"}
     problems = filters.sglang_server_point_problems(bad, DIALECTS["ddtree"], 16, names=names)
     assert problems and problems[0].startswith("budget=8 differs")
+
+
+def test_rendering_refuses_a_point_the_build_cannot_express() -> None:
+    with pytest.raises(ValueError, match="differs from the drafter's block size 16"):
+        filters.sglang_server_launch(config(budget=8, block_size=16), DIALECTS["0.5.20+"])
+    out = filters.sglang_server_launch(config(budget=16, block_size=16), DIALECTS["0.5.20+"])
+    assert out["expect"]["speculative_num_draft_tokens"] == 16

@@ -47,6 +47,18 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
         "port": int(cfg["port"]),
     }
     algorithm = str(cfg["speculative_algorithm"]).upper()
+    problems = sglang_server_point_problems(
+        {
+            "algorithm": algorithm,
+            "budget": cfg["budget"],
+            "topk": cfg["topk"],
+            "window": cfg["window"],
+        },
+        dialect,
+        int(cfg.get("block_size") or 0) or None,
+    )
+    if problems:  # preflight asserted these with the same rules; a sweep point lands here
+        raise ValueError(" ".join(problems))
     if algorithm == "NONE":
         expect["speculative_algorithm"] = None
     else:
