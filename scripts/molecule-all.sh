@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Runs `molecule test -s <name>` for every scenario under molecule/ (or only those named as
-# arguments), one after the other, carrying on after a failure. Ends with the line
-# `molecule: N passed, M failed` and exits non-zero when any scenario failed.
+# arguments), carrying on after a failure. Ends with the line `molecule: N passed, M failed` and
+# exits non-zero when any scenario failed.
+#
+# MOLECULE_JOBS (default 2) scenarios run side by side, each lane with its own published port
+# (every scenario has its own container name, sglang-<scenario>). Lanes are filled longest first
+# from the durations in scripts/molecule-durations.txt; scenarios that share a prepare playbook
+# (and so the files it builds on the controller) run in the same lane, one after the other.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
 export PATH=$PWD/${VENV:-.venv}/bin:$PATH
 # Plain output in CI logs.
 [ -n "${CI:-}" ] && export NO_COLOR=1 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+jobs=${MOLECULE_JOBS:-2}
 
 if [ $# -gt 0 ]; then
   scenarios=("$@")
@@ -20,16 +26,23 @@ if [ ${#scenarios[@]} -eq 0 ]; then
   echo "molecule: 0 passed, 0 failed"
   exit 1
 fi
+for name in "${scenarios[@]}"; do
+  if [ ! -f "molecule/$name/molecule.yml" ]; then
+    echo "molecule-all: no scenario molecule/$name" >&2
+    echo "molecule: 0 passed, 1 failed"
+    exit 1
+  fi
+done
 
 # Containers left by an interrupted run would hold the published port or the instance name. Only the
 # instances of the scenarios about to run are removed: other runs on this machine keep theirs.
 instances() {
-  python3 - "$1" <<'PY'
-import sys, yaml
+  MOLECULE_SCENARIO_NAME=$1 python3 - "$1" <<'PY'
+import os, sys, yaml
 base = yaml.safe_load(open(".config/molecule/config.yml"))
 scenario = yaml.safe_load(open(f"molecule/{sys.argv[1]}/molecule.yml")) or {}
 for platform in scenario.get("platforms") or base.get("platforms") or []:
-    print(platform["name"])
+    print(os.path.expandvars(platform["name"]))
 PY
 }
 remove_instances() {
@@ -42,21 +55,22 @@ remove_instances() {
   done
 }
 
-# Scenarios on the real-SGLang host image need it built first (minutes the first time, then cached).
+# Scenarios on the real-SGLang host image need it built first (minutes the first time, then cached),
+# once, before the lanes start.
 REALHOST_IMAGE=localhost/sglang-realhost:cpu
-realhost_built=
-uses_realhost() {
-  python3 - "$1" "$REALHOST_IMAGE" <<'PY'
+needs_realhost=$(python3 - "$REALHOST_IMAGE" "${scenarios[@]}" <<'PY'
 import sys, yaml
-scenario = yaml.safe_load(open(f"molecule/{sys.argv[1]}/molecule.yml")) or {}
-sys.exit(0 if any(p.get("image") == sys.argv[2] for p in scenario.get("platforms") or []) else 1)
+for name in sys.argv[2:]:
+    scenario = yaml.safe_load(open(f"molecule/{name}/molecule.yml")) or {}
+    if any(p.get("image") == sys.argv[1] for p in scenario.get("platforms") or []):
+        print(name)
 PY
-}
+)
 
-# The demo host publishes 127.0.0.1:18080 too: when that port is taken, test hosts use the next
-# free one (scenarios reach the host through sglang_testhost_url, never a literal port).
-# Rootful podman publishes ports with firewall DNAT rules and binds no socket, so a bind test alone
-# misses a port another container publishes: ask podman too.
+# The demo host publishes 127.0.0.1:18080 too: lanes take the first free ports from 18080 on
+# (scenarios reach the host through sglang_testhost_url, never a literal port). Rootful podman
+# publishes ports with firewall DNAT rules and binds no socket, so a bind test alone misses a port
+# another container publishes: ask podman too.
 podman_ports=$(podman ps --format '{{.Ports}}' 2>/dev/null | tr ',' '\n' \
   | sed -n 's/.*:\([0-9][0-9]*\)->.*/\1/p')
 port_free() {
@@ -64,61 +78,117 @@ port_free() {
     && python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" \
       2>/dev/null
 }
-if [ -z "${SGLANG_TESTHOST_PORT:-}" ]; then
+ports=()
+if [ -n "${SGLANG_TESTHOST_PORT:-}" ]; then
+  ports=("$SGLANG_TESTHOST_PORT")
+  jobs=1
+else
   for candidate in $(seq 18080 18099); do
-    if port_free "$candidate"; then
-      export SGLANG_TESTHOST_PORT=$candidate
-      break
-    fi
+    port_free "$candidate" && ports+=("$candidate")
+    [ ${#ports[@]} -ge "$jobs" ] && break
   done
-  [ "${SGLANG_TESTHOST_PORT:-18080}" = 18080 ] \
-    || echo "molecule-all: 127.0.0.1:18080 is taken, test hosts publish $SGLANG_TESTHOST_PORT"
+  [ ${#ports[@]} -ge 1 ] || { echo "molecule-all: no free port in 18080-18099" >&2; exit 1; }
+  jobs=${#ports[@]}
 fi
+
+# Lanes, longest first (LPT): scripts/molecule-durations.txt has the seconds each scenario took last
+# time it was measured; an unknown scenario counts as 300 s.
+mapfile -t lanes < <(python3 - "$jobs" "${scenarios[@]}" <<'PY'
+import sys, yaml
+jobs, names = int(sys.argv[1]), sys.argv[2:]
+seconds = {}
+for line in open("scripts/molecule-durations.txt"):
+    fields = line.split("#", 1)[0].split()
+    if len(fields) == 2:
+        seconds[fields[0]] = int(fields[1])
+groups: dict[str, list[str]] = {}
+for name in names:
+    scenario = yaml.safe_load(open(f"molecule/{name}/molecule.yml")) or {}
+    playbooks = (scenario.get("provisioner") or {}).get("playbooks") or {}
+    key = f"prepare:{playbooks['prepare']}" if "prepare" in playbooks else name
+    groups.setdefault(key, []).append(name)
+loads = [0] * jobs
+lanes: list[list[str]] = [[] for _ in range(jobs)]
+for group in sorted(groups.values(), key=lambda g: -sum(seconds.get(n, 300) for n in g)):
+    lane = loads.index(min(loads))
+    lanes[lane] += group
+    loads[lane] += sum(seconds.get(n, 300) for n in group)
+for lane in lanes:
+    print(" ".join(lane))
+PY
+)
 
 # Each scenario's output is kept so that the end of the run can repeat why a scenario failed: CI
 # shows the head and the tail of a long log, and the failing task is usually in neither.
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
 
+if [ -n "$needs_realhost" ]; then
+  start=$SECONDS
+  if bash scripts/real-sglang-image.sh; then
+    echo "=== real-SGLang host image ready after $((SECONDS - start)) s"
+  else
+    for name in $needs_realhost; do echo failed >"$logdir/$name.result"; done
+    echo "=== the real-SGLang host image did not build: $needs_realhost cannot run"
+  fi
+fi
+
+# One scenario; output lines carry the scenario's name when lanes run side by side.
+run_scenario() {
+  local name=$1 port=$2 start=$SECONDS
+  if [ -f "$logdir/$name.result" ]; then
+    echo "=== $name: FAILED (its host image did not build)"
+    return
+  fi
+  echo "=== molecule test -s $name (127.0.0.1:$port)"
+  remove_instances "$name"
+  if SGLANG_TESTHOST_PORT=$port molecule test -s "$name" >"$logdir/$name.log" 2>&1 \
+      < /dev/null; then
+    echo passed >"$logdir/$name.result"
+    echo "=== $name: passed in $((SECONDS - start)) s"
+  else
+    echo failed >"$logdir/$name.result"
+    echo "=== $name: FAILED after $((SECONDS - start)) s"
+    {
+      echo "--- containers, and the controller's NAT rules for port $port:"
+      podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}'
+      nft list ruleset 2>/dev/null | grep -E "dport $port( |$)" || true
+    } >>"$logdir/$name.log" 2>&1
+    # molecule destroys on failure by default; make sure nothing blocks the next scenario.
+    remove_instances "$name"
+  fi
+}
+
+if [ "$jobs" -eq 1 ]; then
+  # One lane: the scenario's output streams as it comes.
+  for name in ${lanes[0]}; do
+    run_scenario "$name" "${ports[0]}" &
+    tail --pid=$! -n +1 -F "$logdir/$name.log" 2>/dev/null &
+    wait
+  done
+else
+  for i in "${!lanes[@]}"; do
+    echo "=== lane $((i + 1)) (127.0.0.1:${ports[$i]}): ${lanes[$i]}"
+  done
+  for i in "${!lanes[@]}"; do
+    (for name in ${lanes[$i]}; do
+      run_scenario "$name" "${ports[$i]}"
+      # Whole logs, one scenario at a time, as each ends.
+      { flock 9; sed "s/^/[$name] /" "$logdir/$name.log"; } 9>"$logdir/.print.lock"
+    done) &
+  done
+  wait
+fi
+
 passed=0
 failed=0
 failed_names=()
 for name in "${scenarios[@]}"; do
-  if [ ! -f "molecule/$name/molecule.yml" ]; then
-    echo "molecule-all: no scenario molecule/$name" >&2
-    failed=$((failed + 1))
-    failed_names+=("$name")
-    continue
-  fi
-  echo "=== molecule test -s $name"
-  remove_instances "$name"
-  start=$SECONDS
-  if uses_realhost "$name" && [ -z "$realhost_built" ]; then
-    if bash scripts/real-sglang-image.sh 2>&1 | tee "$logdir/$name.image.log"; then
-      realhost_built=1
-      echo "=== real-SGLang host image ready after $((SECONDS - start)) s"
-    else
-      failed=$((failed + 1))
-      failed_names+=("$name")
-      echo "=== $name: FAILED: the real-SGLang host image did not build"
-      cp "$logdir/$name.image.log" "$logdir/$name.log"
-      continue
-    fi
-  fi
-  if molecule test -s "$name" 2>&1 | tee "$logdir/$name.log"; then
+  if [ "$(cat "$logdir/$name.result" 2>/dev/null)" = passed ]; then
     passed=$((passed + 1))
-    echo "=== $name: passed in $((SECONDS - start)) s"
   else
     failed=$((failed + 1))
     failed_names+=("$name")
-    echo "=== $name: FAILED after $((SECONDS - start)) s"
-    {
-      echo "--- containers, and the controller's NAT rules for port $SGLANG_TESTHOST_PORT:"
-      podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}'
-      nft list ruleset 2>/dev/null | grep -E "dport $SGLANG_TESTHOST_PORT( |$)" || true
-    } 2>&1 | tee -a "$logdir/$name.log"
-    # molecule destroys on failure by default; make sure nothing blocks the next scenario.
-    remove_instances "$name"
   fi
 done
 

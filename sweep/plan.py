@@ -477,7 +477,7 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
     root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
-    sweep_dir = Path(root or "results").resolve() / name
+    sweep_dir = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve() / name
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
         raise SweepInputError(
