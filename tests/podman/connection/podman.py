@@ -1,0 +1,83 @@
+# The test and demo hosts' connection (ansible.cfg, .config/molecule: connection plugin path):
+# containers.podman.podman with pipelining. Its upstream plugin never passes `podman exec -i`, so
+# a module sent on stdin would not arrive, and it turns pipelining off; with -i it works, and each
+# task then costs one `podman exec` instead of three (temporary directory, module, clean-up).
+# Starting podman is what a test task mostly spends its CPU on, on these 2-core machines.
+# Ansible reads DOCUMENTATION from the source before the imports.
+# ruff: noqa: E402
+from __future__ import annotations
+
+DOCUMENTATION = """
+    name: podman
+    short_description: containers.podman.podman with pipelining (molecule test hosts)
+    description:
+        - The upstream podman connection plugin, with stdin forwarded (C(podman exec -i)) so that
+          Ansible can pipeline modules.
+    options:
+      remote_addr:
+        description: The ID of the container.
+        default: inventory_hostname
+        vars:
+          - name: ansible_host
+          - name: inventory_hostname
+          - name: ansible_podman_host
+      remote_user:
+        description: User inside the container.
+        ini:
+          - section: defaults
+            key: remote_user
+        env:
+          - name: ANSIBLE_REMOTE_USER
+        vars:
+          - name: ansible_user
+      podman_extra_args:
+        description: Extra arguments to pass to the podman command line.
+        default: ''
+        ini:
+          - section: defaults
+            key: podman_extra_args
+        vars:
+          - name: ansible_podman_extra_args
+        env:
+          - name: ANSIBLE_PODMAN_EXTRA_ARGS
+      podman_executable:
+        description: Executable for podman command.
+        default: podman
+        vars:
+          - name: ansible_podman_executable
+        env:
+          - name: ANSIBLE_PODMAN_EXECUTABLE
+      pipelining:
+        description: Send modules on stdin instead of copying them into the container.
+        default: true
+        type: boolean
+        env:
+          - name: ANSIBLE_PIPELINING
+        vars:
+          - name: ansible_pipelining
+"""
+
+import shlex
+from typing import Any
+
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.connection import ensure_connect
+from ansible_collections.containers.podman.plugins.connection.podman import (
+    Connection as PodmanConnection,
+)
+
+
+class Connection(PodmanConnection):
+    transport = "podman"
+    has_pipelining = True
+
+    @ensure_connect
+    def exec_command(self, cmd: str, in_data: bytes | None = None, sudoable: bool = False) -> Any:
+        super(PodmanConnection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        exec_args = ["exec"]
+        if in_data is not None:
+            exec_args.append("-i")
+        if self.user:
+            exec_args.extend(("--user", self.user))
+        args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
+        return self._podman(exec_args, args, in_data)
