@@ -124,6 +124,16 @@ files_checked:
   description: Regular files found readable (all of them when readable is true).
   type: int
   returned: always
+fingerprints:
+  description:
+    - Per entry of O(paths) read whole, a SHA-256 over the relative name, size and modification
+      time (ns) of every regular file below it, symlinks followed. Cheap (no file is read) and
+      changes when a file is replaced, added, removed or rewritten. A sweep uses it as the model's
+      identity when deciding whether an earlier measurement still applies.
+    - An entry with an unreadable path is left out.
+  type: dict
+  returned: always
+  sample: {/srv/models/target: 3f2a...}
 user:
   description: Who was checked - name, exists, uid (null when it does not exist yet), gids, groups.
   type: dict
@@ -132,6 +142,7 @@ user:
 """
 
 import grp
+import hashlib
 import os
 import pwd
 import stat
@@ -183,6 +194,7 @@ class Problem:
 class Scan:
     problem: Problem | None
     files_checked: int
+    fingerprints: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -254,6 +266,7 @@ class _Walker:
         self.uid = uid
         self.gids = frozenset(gids)
         self.files = 0
+        self.fingerprints: dict[str, str] = {}
         self._lstat: dict[str, os.stat_result] = {}
         self._acl: dict[str, Acl | None] = {}
 
@@ -319,6 +332,7 @@ class _Walker:
         """Checks root and, when it is a directory, everything below it (depth first, sorted)."""
         seen: set[tuple[int, int]] = set()
         stack = [root]
+        digest = hashlib.sha256()
         while stack:
             path = stack.pop()
             found = self.resolve(path, root)
@@ -330,6 +344,8 @@ class _Walker:
                 if problem:
                     return problem
                 self.files += 1
+                name = os.path.relpath(path, root)
+                digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
             elif stat.S_ISDIR(st.st_mode):
                 if (st.st_dev, st.st_ino) in seen:  # a symlink back up the tree
                     continue
@@ -342,6 +358,7 @@ class _Walker:
                 except OSError as exc:
                     return Problem(real, "error", root, detail=exc.strerror or str(exc))
                 stack.extend(os.path.join(path, n) for n in names)
+        self.fingerprints[root] = digest.hexdigest()
         return None
 
 
@@ -352,8 +369,8 @@ def scan(paths: Sequence[str], uid: int, gids: Iterable[int]) -> Scan:
         absolute = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
         problem = walker.tree(absolute)
         if problem:
-            return Scan(problem, walker.files)
-    return Scan(None, walker.files)
+            return Scan(problem, walker.files, walker.fingerprints)
+    return Scan(None, walker.files, walker.fingerprints)
 
 
 def first_unreadable(paths: Sequence[str], uid: int, gids: Iterable[int]) -> Problem | None:
@@ -480,6 +497,12 @@ def main() -> None:
         "user": who.as_dict(),
         "problem": None,
         "problems": [],
+        "fingerprints": {
+            path: result.fingerprints[absolute]
+            for path in p["paths"]
+            if (absolute := path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+            in result.fingerprints
+        },
     }
     if result.problem is None:
         out["msg"] = (

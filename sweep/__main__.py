@@ -1,4 +1,4 @@
-"""python -m sweep plan|finish-point|fail-point|report|run|status|wheelhouse
+"""python -m sweep plan|claim|finish-point|fail-point|report|winner|deployed|run|status|wheelhouse
 
 The controller side of a sweep (the hosts only ever get the bench package, bench/).
 sweep.yml and the sglang_bench role call plan, wheelhouse, finish-point and
@@ -27,6 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     s = command("plan", "validate, expand, order and split a sweep (JSON on stdin)")
     s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
+    s = command("claim", "claim a point of the queue for a host (sglang_bench's point entry)")
+    s.add_argument("sweep_dir", type=Path)
+    s.add_argument("point")
+    s.add_argument("host")
+    s.add_argument("--alive", help="take-over pass: the play's hosts, comma-separated")
+
     s = command("finish-point", "record a complete point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("--archive", type=Path, required=True)
@@ -38,6 +44,21 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("--no-plots", action="store_true")
     s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--objective",
+        default="throughput",
+        help="what wins a cell: throughput (default), tpot or goodput (needs both SLOs)",
+    )
+    s.add_argument("--slo-ttft-ms", type=float, help="goodput: TTFT limit per request, ms")
+    s.add_argument("--slo-tpot-ms", type=float, help="goodput: TPOT limit per request, ms")
+
+    command(
+        "winner",
+        "the point deploy.yml rolls out: a cell's winner, or a named point (JSON on stdin)",
+    )
+
+    s = command("deployed", "record that a host now serves a sweep's point (JSON on stdin)")
+    s.add_argument("sweep_dir", type=Path)
 
     s = command("run", "run sweep.yml through ansible-runner")
     s.add_argument("-e", "--extra-vars", action="append", default=[], dest="extra")
@@ -76,6 +97,12 @@ def _run(a: argparse.Namespace) -> int:
             progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
         print(json.dumps(plan.to_dict()))
         return 0
+    if a.command == "claim":
+        from sweep import claims
+
+        alive = None if a.alive is None else [h for h in a.alive.split(",") if h]
+        print(json.dumps(claims.claim(a.sweep_dir, a.point, a.host, alive)))
+        return 0
     if a.command in ("finish-point", "fail-point"):
         from sweep import progress, record
 
@@ -91,13 +118,29 @@ def _run(a: argparse.Namespace) -> int:
     if a.command == "report":
         from sweep.report import write_report
 
-        out = write_report(a.sweep_dir, with_plots=not a.no_plots)
+        out = write_report(
+            a.sweep_dir,
+            with_plots=not a.no_plots,
+            objective=a.objective,
+            slo_ttft_ms=a.slo_ttft_ms,
+            slo_tpot_ms=a.slo_tpot_ms,
+        )
         if a.json:
             print(json.dumps(out, indent=1))
         else:
             print(f"report: {out['report']}\nsummary: {out['summary']}")
             for line in out["best"]:
                 print(f"best {line}")
+        return 0
+    if a.command == "winner":
+        from sweep import deploy
+
+        print(json.dumps(deploy.choose(_stdin_json())))
+        return 0
+    if a.command == "deployed":
+        from sweep import deploy
+
+        deploy.record(a.sweep_dir, _stdin_json())
         return 0
     if a.command == "run":
         from sweep import runner

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.prompt_sets import CATEGORIES
-from sweep import layout
+from sweep import claims, layout, store, wheelhouse
 
 SERVER_KEYS = ("algorithm", "budget", "topk", "window")
 POINT_KEYS = (*SERVER_KEYS, "env")
@@ -349,20 +349,7 @@ def bench_params(cli: dict[str, Any], inventory: dict[str, Any]) -> dict[str, An
             f"categories={','.join(cats)}: each must be one of {', '.join(CATEGORIES)}"
         )
     out["categories"] = _dedupe(cats)
-    return out
-
-
-def split(points: list[Point], hosts: list[str]) -> dict[str, list[Point]]:
-    """Contiguous, balanced slices in run order (the baseline goes to the first host)."""
-    if not hosts:
-        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
-    per, extra = divmod(len(points), len(hosts))
-    out: dict[str, list[Point]] = {}
-    start = 0
-    for i, host in enumerate(hosts):
-        size = per + (1 if i < extra else 0)
-        out[host] = points[start : start + size]
-        start += size
+    out["repetitions"] = positive_int("repetitions", pick("repetitions") or 1)
     return out
 
 
@@ -379,36 +366,45 @@ class Plan:
     bench: dict[str, Any]
     points: list[Point]
     status: dict[str, str]
-    hosts: dict[str, list[Point]]
+    hosts: list[str]
     stop_on_failure: bool
     run_started: float = field(default_factory=time.time)
+    # point id -> identity (with its digest), for the points whose host published one
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # point id -> an earlier complete measurement under the same identity (store.lookup)
+    reuse: dict[str, Path] = field(default_factory=dict)
 
     @property
     def pending(self) -> list[Point]:
-        return [p for p in self.points if self.status[p.point_id] != "complete"]
+        return [p for p in self.points if self.status[p.point_id] not in ("complete", "reused")]
 
     def summary(self) -> str:
         complete = sum(1 for s in self.status.values() if s == "complete")
         retries = sum(1 for s in self.status.values() if s == "failed")
-        busy = sum(1 for v in self.hosts.values() if v)
+        reused = f", {len(self.reuse)} reused from earlier sweeps" if self.reuse else ""
+        busy = min(len(self.hosts), len(self.pending))
         if not self.pending:
-            return f"sweep {self.name}: all {len(self.points)} points complete, nothing to run"
+            return (
+                f"sweep {self.name}: all {len(self.points)} points complete{reused}, nothing to run"
+            )
         return (
-            f"sweep {self.name}: {len(self.points)} points, {complete} complete, "
+            f"sweep {self.name}: {len(self.points)} points, {complete} complete{reused}, "
             f"{len(self.pending)} to run ({retries} retried after failure) on {busy} host(s)"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        def point(p: Point, host: str | None) -> dict[str, Any]:
-            return {
+        def point(p: Point) -> dict[str, Any]:
+            out = {
                 "id": p.point_id,
                 "server": p.server(),
                 "baseline": p.is_baseline,
                 "status": self.status[p.point_id],
-                "host": host,
+                "identity": self.identities.get(p.point_id),
             }
+            if p.point_id in self.reuse:
+                out["reused_from"] = store.origin(self.reuse[p.point_id])
+            return out
 
-        host_of = {p.point_id: h for h, ps in self.hosts.items() for p in ps}
         return {
             "sweep": {
                 "name": self.name,
@@ -418,8 +414,10 @@ class Plan:
                 "run_started": self.run_started,
                 "total": len(self.points),
             },
-            "points": [point(p, host_of.get(p.point_id)) for p in self.points],
-            "hosts": {h: [point(p, h) for p in ps] for h, ps in self.hosts.items()},
+            "points": [point(p) for p in self.points],
+            # every host walks this queue, claiming each point before running it (sweep/claims.py)
+            "queue": [point(p) for p in self.pending],
+            "hosts": self.hosts,
             "summary": self.summary(),
         }
 
@@ -461,7 +459,7 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
         "results_dir": merged["sglang_sweep_results_dir"],
         "bench": {
             key: merged[f"sglang_bench_{key}"]
-            for key in (*BENCH_LIST_KEYS, "categories", "requests")
+            for key in (*BENCH_LIST_KEYS, "categories", "requests", "repetitions")
         },
     }
 
@@ -470,8 +468,11 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     cli = inp.get("cli") or {}
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     hosts = [str(h) for h in inp.get("hosts") or []]
+    if not hosts:
+        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     points = expand(cli, inventory, inp.get("server"))
     bench = bench_params(cli, inventory)
+    report_objective(cli)  # checked now: the report runs after every point
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):
@@ -487,18 +488,82 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     status: dict[str, str] = {
         p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points
     }
-    todo = [p for p in points if status[p.point_id] != "complete"]
+    identities = point_identities(points, inp.get("server") or {}, bench)
+    reuse: dict[str, Path] = {}
+    if not as_bool("fresh", cli.get("fresh"), False):
+        for p in points:
+            ident = identities.get(p.point_id)
+            if status[p.point_id] != "complete" and ident:
+                found = store.lookup(sweep_dir.parent, ident["digest"])
+                if found is not None and found != sweep_dir / p.point_id:
+                    reuse[p.point_id] = found
+                    status[p.point_id] = "reused"
     stop = as_bool(
         "stop_on_failure",
         cli.get("stop_on_failure"),
         as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
     )
-    return Plan(name, sweep_dir, bench, points, status, split(todo, hosts), stop)
+    return Plan(
+        name,
+        sweep_dir,
+        bench,
+        points,
+        status,
+        hosts,
+        stop,
+        identities=identities,
+        reuse=reuse,
+    )
+
+
+def report_objective(cli: dict[str, Any]) -> dict[str, Any]:
+    """The report's objective and SLOs from the command line (sweep/objectives.py), validated."""
+    from sweep import objectives
+
+    def number(key: str) -> float | None:
+        raw = cli.get(key)
+        if _absent(raw):
+            return None
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise SweepInputError(f"{key}={raw}: not a number of milliseconds") from None
+
+    name = str(cli.get("objective") or objectives.DEFAULT)
+    try:
+        objectives.make(name, number("slo_ttft_ms"), number("slo_tpot_ms"))
+    except ValueError as e:
+        raise SweepInputError(str(e)) from None
+    return {
+        "objective": name,
+        "slo_ttft_ms": number("slo_ttft_ms"),
+        "slo_tpot_ms": number("slo_tpot_ms"),
+    }
+
+
+def point_identities(
+    points: list[Point], capabilities: dict[str, Any], bench: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Each point's measurement identity on the first host (sweep/store.py), with its digest."""
+    if not capabilities.get("identity"):
+        return {}
+    launch = role_filters().sglang_server_launch
+    version = wheelhouse.source_hash(ROLES.parent)
+    out: dict[str, dict[str, Any]] = {}
+    for p in points:
+        ident = store.point_identity(p.server(), capabilities, bench, version, launch)
+        if ident is not None:
+            out[p.point_id] = {**ident, "digest": store.digest(ident)}
+    return out
 
 
 def record_run(plan: Plan) -> None:
-    """sweep.json: written before any point runs; keeps every point ever planned."""
+    """sweep.json: written before any point runs; keeps every point ever planned. Points measured
+    before under the same identity are copied in (store.adopt) and count as complete."""
     layout.clear_staging(plan.sweep_dir)
+    claims.clear(plan.sweep_dir)
+    for pid, source in plan.reuse.items():
+        store.adopt(source, plan.sweep_dir, pid, plan.identities[pid]["digest"])
     previous = layout.read_sweep(plan.sweep_dir) or {}
     known = list(previous.get("points") or [])
     for p in plan.points:
@@ -510,7 +575,7 @@ def record_run(plan: Plan) -> None:
             "started": plan.run_started,
             "points": [p.point_id for p in plan.points],
             "to_run": [p.point_id for p in plan.pending],
-            "hosts": {h: [p.point_id for p in ps] for h, ps in plan.hosts.items()},
+            "hosts": plan.hosts,
         }
     )
     layout.write_sweep(

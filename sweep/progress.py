@@ -50,7 +50,10 @@ def snapshot(sweep_dir: Path, now: float | None = None) -> dict[str, Any]:
     run = (sweep.get("runs") or [{}])[-1]
     started = float(run.get("started") or now)
     ids = list(run.get("points") or [])
-    hosts = max(1, sum(1 for v in (run.get("hosts") or {}).values() if v))
+    # a list of host names (work queue); older runs recorded {host: [point ids]} slices
+    listed = run.get("hosts") or []
+    busy = [h for h, v in listed.items() if v] if isinstance(listed, dict) else listed
+    hosts = max(1, min(len(busy), len(ids)))
     complete, failed, timings = [], [], []
     for pid in ids:
         status = layout.point_status(sweep_dir, pid)

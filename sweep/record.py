@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_json
-from sweep import layout
+from sweep import layout, store
 
 RECORDS = "records"
 POINT_FORMAT = 1
@@ -100,6 +100,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
                 },
                 "cells": cells,
                 "failed_attempts": int(previous.get("attempt") or 0),
+                "identity": point.get("identity"),
             },
         )
         target = sweep_dir / pid
@@ -112,6 +113,9 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     archive.unlink(missing_ok=True)  # everything it held is in the point directory now
+    identity = point.get("identity") or {}
+    if identity.get("digest"):
+        store.register(sweep_dir.parent, str(identity["digest"]), target)
     return target
 
 

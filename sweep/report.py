@@ -1,7 +1,10 @@
 """The sweep report on the controller: summary.csv, report.md and plots, from the point directories.
 
 Works on a partial sweep too (points still missing are listed as not run). Speed-ups come from
-bench.speedup against the sweep's baseline point (speculation off), cell by cell.
+bench.speedup against the sweep's baseline point (speculation off), cell by cell. Per cell the
+best point by the objective (sweep.objectives) wins only when it beats the runner-up
+significantly (sweep.stats: t intervals across repetitions, Welch's test); otherwise the cell
+is a tie naming both.
 """
 
 from __future__ import annotations
@@ -16,7 +19,19 @@ from typing import Any
 from bench.records import aggregate_points, load_records, write_atomic
 from bench.speedup import compare
 from sweep import layout
+from sweep import objectives as objectives_mod
+from sweep.objectives import Objective
 from sweep.record import RECORDS
+from sweep.stats import (
+    CI_METHOD,
+    SUMMARY_METRICS,
+    TEST_METHOD,
+    Estimate,
+    cell_estimates,
+    estimate,
+    ratio,
+    welch,
+)
 
 COLUMNS = (
     "point",
@@ -41,7 +56,17 @@ COLUMNS = (
     "failed_requests",
     "incomplete_requests",
     "valid",
+    "repetitions",
+    *(f"{m}_{k}" for m in SUMMARY_METRICS for k in ("mean", "ci_low", "ci_high")),
+    "speedup_mean_ratio",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "objective",
+    "objective_mean",
+    "objective_ci_low",
+    "objective_ci_high",
 )
+CELL_KEYS = ("context", "concurrency", "output_len", "category")
 
 
 @dataclass
@@ -63,11 +88,15 @@ def _median_stat(summaries: list[dict[str, Any]], metric: str, stat: str) -> flo
     return statistics.median(vals) if vals else None
 
 
-def _cells(pdir: Path) -> list[dict[str, Any]]:
+def _cells(pdir: Path, objective: Objective) -> list[dict[str, Any]]:
+    """The point's aggregate rows, one per bench cell, with per-metric Estimates across
+    repetitions (`estimates`) and the objective's value of each repetition (`objective_values`)."""
     records = load_records(pdir / RECORDS)
     by_point: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_point.setdefault(r["cell"]["point_id"], []).append(r["summary"])
+    estimates = cell_estimates(records)
+    values = objective.observations(pdir / RECORDS, records)
     out = []
     for agg in aggregate_points(records):
         sums = by_point[agg["point_id"]]
@@ -78,12 +107,15 @@ def _cells(pdir: Path) -> list[dict[str, Any]]:
                 "ttft_p99_ms": _median_stat(sums, "ttft_ms", "p99"),
                 "tpot_p50_ms": agg.get("tpot_median_ms_median"),
                 "tpot_p99_ms": _median_stat(sums, "tpot_ms", "p99"),
+                "estimates": estimates.get(agg["point_id"], {}),
+                "objective_values": values.get(agg["point_id"], []),
             }
         )
     return out
 
 
-def load_points(sweep_dir: Path) -> list[PointResult]:
+def load_points(sweep_dir: Path, objective: Objective | None = None) -> list[PointResult]:
+    objective = objective or objectives_mod.make()
     sweep = layout.read_sweep(sweep_dir) or {}
     planned = {p["id"]: p for p in sweep.get("points") or []}
     found: dict[str, PointResult] = {}
@@ -97,7 +129,7 @@ def load_points(sweep_dir: Path) -> list[PointResult]:
             meta.get("server") or planned.get(pdir.name, {}).get("server") or {},
             bool(meta.get("baseline")),
             meta,
-            _cells(pdir) if status == "complete" else [],
+            _cells(pdir, objective) if status == "complete" else [],
         )
     for pid, p in planned.items():
         if pid not in found:
@@ -107,8 +139,63 @@ def load_points(sweep_dir: Path) -> list[PointResult]:
     return sorted(found.values(), key=lambda p: (not p.baseline, p.point_id))
 
 
-def rows(points: list[PointResult]) -> list[dict[str, Any]]:
+def _ci_columns(name: str, est: Estimate | None) -> dict[str, Any]:
+    return {
+        f"{name}_mean": est.mean if est else None,
+        f"{name}_ci_low": est.ci_low if est else None,
+        f"{name}_ci_high": est.ci_high if est else None,
+    }
+
+
+def _speedup_ci(cell: dict[str, Any], base_cell: dict[str, Any] | None) -> dict[str, Any]:
+    """Mean throughput / the baseline's, with its delta-method interval (sweep.stats.ratio)."""
+    if base_cell is cell:  # the baseline against itself: 1 by definition, no interval
+        return {"speedup_mean_ratio": 1.0, "speedup_ci_low": None, "speedup_ci_high": None}
+    num = cell["estimates"].get("output_throughput")
+    den = base_cell["estimates"].get("output_throughput") if base_cell else None
+    r = ratio(num, den) if num and den else None
+    return {
+        "speedup_mean_ratio": r.value if r else None,
+        "speedup_ci_low": r.ci_low if r else None,
+        "speedup_ci_high": r.ci_high if r else None,
+    }
+
+
+def _cell_row(
+    c: dict[str, Any], speed: dict[str, Any], base_cell: dict[str, Any] | None, objective: str
+) -> dict[str, Any]:
+    est: dict[str, Estimate] = c["estimates"]
+    return {
+        "cell": c["point_id"],
+        **{k: c.get(k) for k in CELL_KEYS},
+        "output_throughput": c.get("output_throughput_median"),
+        "ttft_p50_ms": c["ttft_p50_ms"],
+        "ttft_p99_ms": c["ttft_p99_ms"],
+        "tpot_p50_ms": c["tpot_p50_ms"],
+        "tpot_p99_ms": c["tpot_p99_ms"],
+        "accept_length": c.get("accept_length_median"),
+        "speedup": speed.get("speedup_output_throughput"),
+        "speedup_tpot": speed.get("speedup_tpot"),
+        "failed_requests": c.get("failed"),
+        "incomplete_requests": c.get("incomplete"),
+        "valid": speed.get("valid", not (c.get("failed") or c.get("incomplete"))),
+        "repetitions": c.get("repetitions"),
+        **{k: v for m in SUMMARY_METRICS for k, v in _ci_columns(m, est.get(m)).items()},
+        **_speedup_ci(c, base_cell),
+        "objective": objective,
+        **_ci_columns("objective", estimate(c["objective_values"])),
+        "objective_n": len(c["objective_values"]),
+        "objective_values": c["objective_values"],
+    }
+
+
+def rows(
+    points: list[PointResult], objective: str = objectives_mod.DEFAULT
+) -> list[dict[str, Any]]:
+    """One row per point x bench cell (one per point without cells): medians across
+    repetitions as before, plus the means and intervals of sweep.stats and the objective's."""
     base = next((p for p in points if p.baseline and p.status == "complete"), None)
+    base_cells = {c["point_id"]: c for c in base.cells} if base else {}
     out = []
     for p in points:
         speed = {r["point_id"]: r for r in compare(base.cells, p.cells)} if base else {}
@@ -126,39 +213,62 @@ def rows(points: list[PointResult]) -> list[dict[str, Any]]:
             out.append(common)
             continue
         for c in p.cells:
-            s = speed.get(c["point_id"], {})
-            out.append(
-                {
-                    **common,
-                    "cell": c["point_id"],
-                    **{k: c.get(k) for k in ("context", "concurrency", "output_len", "category")},
-                    "output_throughput": c.get("output_throughput_median"),
-                    "ttft_p50_ms": c["ttft_p50_ms"],
-                    "ttft_p99_ms": c["ttft_p99_ms"],
-                    "tpot_p50_ms": c["tpot_p50_ms"],
-                    "tpot_p99_ms": c["tpot_p99_ms"],
-                    "accept_length": c.get("accept_length_median"),
-                    "speedup": s.get("speedup_output_throughput"),
-                    "speedup_tpot": s.get("speedup_tpot"),
-                    "failed_requests": c.get("failed"),
-                    "incomplete_requests": c.get("incomplete"),
-                    "valid": s.get("valid", not (c.get("failed") or c.get("incomplete"))),
-                }
-            )
+            cid = c["point_id"]
+            row = _cell_row(c, speed.get(cid, {}), base_cells.get(cid), objective)
+            out.append({**common, **row})
     return out
 
 
-def best_per_cell(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per context x concurrency (and output length, category): the valid row with the highest
-    output throughput."""
-    best: dict[tuple[Any, ...], dict[str, Any]] = {}
+def _rank(objective: Objective, row: dict[str, Any]) -> tuple[float, str]:
+    mean = float(row["objective_mean"])
+    return (-mean if objective.higher_is_better else mean, str(row["point"]))
+
+
+def _ci(row: dict[str, Any] | None) -> list[float] | None:
+    if row is None or row.get("objective_ci_low") is None:
+        return None
+    return [row["objective_ci_low"], row["objective_ci_high"]]
+
+
+def _decide(
+    key: tuple[Any, ...], rows_: list[dict[str, Any]], objective: Objective
+) -> dict[str, Any]:
+    ranked = sorted(rows_, key=lambda r: _rank(objective, r))
+    best = ranked[0]
+    runner = ranked[1] if len(ranked) > 1 else None
+    test = welch(best["objective_values"], runner["objective_values"]) if runner else None
+    tie = [best["point"], runner["point"]] if runner and test and not test.significant else []
+    return {
+        **dict(zip(CELL_KEYS, key, strict=True)),
+        "objective": objective.name,
+        "winner": None if tie else best["point"],
+        "tie": tie,
+        "best": best["point"],
+        "runner_up": runner["point"] if runner else None,
+        "best_value": best["objective_mean"],
+        "best_ci": _ci(best),
+        "best_n": best["objective_n"],
+        "runner_up_value": runner["objective_mean"] if runner else None,
+        "runner_up_ci": _ci(runner),
+        "runner_up_n": runner["objective_n"] if runner else None,
+        # None without a runner-up: nothing to compare with, the best point wins uncontested
+        "significant": test.significant if test else None,
+        "p_value": test.p_value if test else None,
+        "speedup": best.get("speedup"),
+    }
+
+
+def winners(table: list[dict[str, Any]], objective: Objective) -> list[dict[str, Any]]:
+    """Per cell (context x concurrency x output length x category): the best point by the
+    objective's mean across repetitions, the runner-up, and whether best vs runner-up is
+    significant (sweep.stats.welch). Not significant: a tie (`tie` names both, `winner` is
+    None). Rows with failed or incomplete requests take no part; the baseline does."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in table:
-        if r.get("output_throughput") is None or not r.get("valid"):
+        if r.get("cell") is None or not r.get("valid") or not r.get("objective_values"):
             continue
-        key = (r["context"], r["concurrency"], r["output_len"], r["category"])
-        if key not in best or r["output_throughput"] > best[key]["output_throughput"]:
-            best[key] = r
-    return [best[k] for k in sorted(best)]
+        groups.setdefault(tuple(r[k] for k in CELL_KEYS), []).append(r)
+    return [_decide(key, groups[key], objective) for key in sorted(groups)]
 
 
 def _f(v: Any, spec: str = ".1f") -> str:
@@ -176,17 +286,64 @@ def to_csv(table: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def to_markdown(
-    name: str, points: list[PointResult], table: list[dict[str, Any]], plots: list[str]
-) -> str:
-    complete = sum(1 for p in points if p.status == "complete")
-    failed = [p for p in points if p.status == "failed"]
+SPEC = {"throughput": ".1f", "tpot": ".2f", "goodput": ".3f"}
+
+
+def _value_ci(mean: float | None, ci: list[float] | None, n: int | None, spec: str) -> str:
+    """ "123.4 ± 5.6" (the interval's half-width), or the mean with "n=1, no interval"."""
+    if mean is None:
+        return "-"
+    if ci is None:
+        return (
+            f"{mean:{spec}} (n={n}, no interval)" if n is not None and n < 2 else f"{mean:{spec}}"
+        )
+    return f"{mean:{spec}} ± {ci[1] - mean:{spec}}"
+
+
+def _interval(lo: float | None, hi: float | None, n: int | None, spec: str = ".1f") -> str:
+    if lo is None or hi is None:
+        return f"n={n}, no interval" if n is not None and n < 2 else "-"
+    return f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def _winner_lines(cells: list[dict[str, Any]], objective: Objective) -> list[str]:
+    spec, unit = SPEC[objective.name], objective.unit
     lines = [
-        f"# Sweep {name}",
+        "## Winner per cell",
         "",
-        f"{complete} of {len(points)} points complete, {len(failed)} failed, "
-        f"{len(points) - complete - len(failed)} not run.",
+        f"Objective: {objective.describe()}. Values: mean over repetitions ± the half-width of "
+        f"its interval; {CI_METHOD}.",
+        f"Winner or tie: {TEST_METHOD}. Rows with failed or incomplete requests take no part; "
+        "the baseline takes part like any point.",
         "",
+        f"| context | concurrency | output len | category | winner | {unit} | runner-up | {unit} "
+        "| p | speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        who = c["winner"] or f"tie: {c['tie'][0]} ~ {c['tie'][1]}"
+        lines.append(
+            f"| {c['context']} | {c['concurrency']} | {c['output_len']} | {c['category']} "
+            f"| {who} | {_value_ci(c['best_value'], c['best_ci'], c['best_n'], spec)} "
+            f"| {_f(c['runner_up'])} "
+            f"| {_value_ci(c['runner_up_value'], c['runner_up_ci'], c['runner_up_n'], spec)} "
+            f"| {_f(c['p_value'], '.3g')} | {_f(c['speedup'], '.2f')} |"
+        )
+    if not cells:
+        lines += ["", "No complete cell without failed requests yet."]
+    return lines
+
+
+def _status(p: PointResult) -> str:
+    """The status, and where a point measured by an earlier sweep was reused from."""
+    origin = p.meta.get("reused_from") if p.status == "complete" else None
+    if not isinstance(origin, dict):
+        return p.status
+    return f"{p.status}, reused from {origin.get('sweep')}/{origin.get('point')}"
+
+
+def _points_lines(points: list[PointResult]) -> list[str]:
+    lines = [
         "## Points",
         "",
         "| point | status | algorithm | budget | topk | window | restarted | load s | bench s "
@@ -197,44 +354,71 @@ def to_markdown(
         t = p.meta.get("timings") or {}
         s = p.server
         lines.append(
-            f"| {p.point_id} | {p.status} | {_f(s.get('algorithm'))} | {_f(s.get('budget'))} "
+            f"| {p.point_id} | {_status(p)} | {_f(s.get('algorithm'))} | {_f(s.get('budget'))} "
             f"| {_f(s.get('topk'))} | {_f(s.get('window'))} | {_f(t.get('restarted'))} "
             f"| {_f(t.get('load_s'))} | {_f(t.get('bench_s'))} | {_f(t.get('wall_s'))} |"
         )
-    lines += [
-        "",
+    return lines
+
+
+def _cell_lines(table: list[dict[str, Any]], objective: Objective) -> list[str]:
+    extra = objective.name != "throughput"
+    lines = [
         "## Every point x cell",
         "",
-        "Throughput in output tokens/s; speed-up = throughput / the baseline's for the same cell "
-        "(bench.speedup); x TPOT = baseline TPOT / TPOT.",
+        "Throughput in output tokens/s (median over repetitions; the interval is of the mean); "
+        "speed-up = throughput / the baseline's for the same cell (bench.speedup); "
+        "x TPOT = baseline TPOT / TPOT.",
         "",
-        "| point | cell | tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | accept | speed-up "
-        "| x TPOT | failed | valid |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| point | cell | n | tok/s | tok/s 95% CI | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 "
+        "| accept | speed-up | x TPOT | failed | valid |"
+        + (f" {objective.name} |" if extra else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else ""),
     ]
     for r in table:
         if r.get("cell") is None:
             continue
+        n = r.get("repetitions")
         fails = (r.get("failed_requests") or 0) + (r.get("incomplete_requests") or 0)
+        ci = _interval(r["output_throughput_ci_low"], r["output_throughput_ci_high"], n)
+        obj = _ci(r)
+        value = _value_ci(r["objective_mean"], obj, r["objective_n"], SPEC[objective.name])
         lines.append(
-            f"| {r['point']} | {r['cell']} | {_f(r['output_throughput'])} "
+            f"| {r['point']} | {r['cell']} | {_f(n)} | {_f(r['output_throughput'])} | {ci} "
             f"| {_f(r['ttft_p50_ms'])} | {_f(r['ttft_p99_ms'])} | {_f(r['tpot_p50_ms'], '.2f')} "
             f"| {_f(r['tpot_p99_ms'], '.2f')} | {_f(r['accept_length'], '.2f')} "
             f"| {_f(r['speedup'], '.2f')} | {_f(r['speedup_tpot'], '.2f')} | {fails} "
-            f"| {'yes' if r['valid'] else 'NO'} |"
+            f"| {'yes' if r['valid'] else 'NO'} |" + (f" {value} |" if extra else "")
         )
-    lines += [
+    return lines
+
+
+def to_markdown(
+    name: str,
+    points: list[PointResult],
+    table: list[dict[str, Any]],
+    plots: list[str],
+    objective: Objective | None = None,
+    cells: list[dict[str, Any]] | None = None,
+) -> str:
+    """report.md: the winner per cell on top, then the points, every point x cell, failures
+    and plots."""
+    objective = objective or objectives_mod.make()
+    cells = winners(table, objective) if cells is None else cells
+    complete = sum(1 for p in points if p.status == "complete")
+    failed = [p for p in points if p.status == "failed"]
+    lines = [
+        f"# Sweep {name}",
         "",
-        "## Best point per context x concurrency",
+        f"{complete} of {len(points)} points complete, {len(failed)} failed, "
+        f"{len(points) - complete - len(failed)} not run.",
         "",
-        "| context | concurrency | output len | category | best point | tok/s | speed-up |",
-        "|---|---|---|---|---|---|---|",
+        *_winner_lines(cells, objective),
+        "",
+        *_points_lines(points),
+        "",
+        *_cell_lines(table, objective),
     ]
-    for r in best_per_cell(table):
-        lines.append(
-            f"| {r['context']} | {r['concurrency']} | {r['output_len']} | {r['category']} "
-            f"| {r['point']} | {_f(r['output_throughput'])} | {_f(r['speedup'], '.2f')} |"
-        )
     if failed:
         lines += ["", "## Failures", ""]
         for p in failed:
@@ -259,25 +443,46 @@ def incomplete(sweep_dir: Path, points: list[Any]) -> list[str]:
     return [pid for pid in planned if status.get(pid) != "complete"]
 
 
-def write_report(sweep_dir: Path, with_plots: bool = True) -> dict[str, Any]:
-    points = load_points(sweep_dir)
-    table = rows(points)
+def _best_line(c: dict[str, Any], objective: Objective) -> str:
+    """One human-readable line per cell for the playbook's output."""
+    spec, unit = SPEC[objective.name], objective.unit
+    where = f"ctx {c['context']} c {c['concurrency']} out {c['output_len']} {c['category']}"
+    best = _value_ci(c["best_value"], c["best_ci"], c["best_n"], spec)
+    if c["tie"]:
+        runner = _value_ci(c["runner_up_value"], c["runner_up_ci"], c["runner_up_n"], spec)
+        return f"{where}: tie: {c['tie'][0]} ~ {c['tie'][1]} ({best} vs {runner} {unit})"
+    speedup = "" if c["speedup"] is None else f", x{c['speedup']:.2f}"
+    return f"{where}: {c['winner']} {best} {unit}{speedup}"
+
+
+def write_report(
+    sweep_dir: Path,
+    with_plots: bool = True,
+    objective: str = objectives_mod.DEFAULT,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
+) -> dict[str, Any]:
+    """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective or SLO
+    (sweep.objectives.make) before anything is written."""
+    obj = objectives_mod.make(objective, slo_ttft_ms, slo_tpot_ms)
+    points = load_points(sweep_dir, obj)
+    table = rows(points, obj.name)
+    cells = winners(table, obj)
     plots: list[str] = []
     if with_plots:
         from sweep.plots import write_plots
 
         plots = write_plots(sweep_dir, table)
     write_atomic(sweep_dir / "summary.csv", to_csv(table))
-    write_atomic(sweep_dir / "report.md", to_markdown(sweep_dir.name, points, table, plots))
+    md = to_markdown(sweep_dir.name, points, table, plots, obj, cells)
+    write_atomic(sweep_dir / "report.md", md)
     return {
         "report": str(sweep_dir / "report.md"),
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
         "incomplete": incomplete(sweep_dir, points),
-        "best": [
-            f"ctx {r['context']} c {r['concurrency']}: {r['point']} "
-            f"{_f(r['output_throughput'])} tok/s, x{_f(r['speedup'], '.2f')}"
-            for r in best_per_cell(table)
-        ],
+        "objective": obj.name,
+        "best": [_best_line(c, obj) for c in cells],
+        "cells": cells,
     }

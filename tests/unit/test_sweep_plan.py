@@ -8,7 +8,7 @@ import pytest
 from test_sweep_fakes import INVENTORY, plan_input
 
 from sweep import plan
-from sweep.plan import Point, SweepInputError, make_plan
+from sweep.plan import SweepInputError, make_plan
 
 
 def ids(p: plan.Plan) -> list[str]:
@@ -59,6 +59,11 @@ def test_json_list_string_and_k_suffix_are_accepted(tmp_path: Path) -> None:
         ({"topk": 32}, "topk=32"),
         ({"sweep_name": "../up"}, "sweep_name=../up"),
         ({"points": [{"budget": 4, "color": "red"}]}, "color"),
+        ({"repetitions": "0"}, "repetitions=0"),
+        ({"fresh": "perhaps"}, "fresh=perhaps"),
+        ({"objective": "fastest"}, "fastest"),
+        ({"objective": "goodput", "slo_ttft_ms": 500}, "slo_tpot_ms"),
+        ({"objective": "goodput", "slo_ttft_ms": "soon", "slo_tpot_ms": 5}, "slo_ttft_ms=soon"),
     ],
 )
 def test_bad_values_are_named(tmp_path: Path, cli: dict, named: str) -> None:
@@ -104,13 +109,12 @@ def test_ids_are_deterministic_and_default_name_follows_the_plan(tmp_path: Path)
     assert c.name != a.name
 
 
-def test_split_keeps_run_order_and_balances() -> None:
-    pts = [Point("DDTREE", b, 4, 2048) for b in range(1, 8)]
-    out = plan.split(pts, ["a", "b", "c"])
-    assert [len(v) for v in out.values()] == [3, 2, 2]
-    assert [p for v in out.values() for p in v] == pts
+def test_the_queue_keeps_run_order_and_needs_a_host(tmp_path: Path) -> None:
+    out = make_plan(plan_input(tmp_path, budget="4,8,16", hosts=["a", "b"])).to_dict()
+    assert [p["id"] for p in out["queue"]] == [p["id"] for p in out["points"]]
+    assert out["hosts"] == ["a", "b"]
     with pytest.raises(SweepInputError, match="no hosts"):
-        plan.split(pts, [])
+        make_plan({**plan_input(tmp_path, budget="4"), "hosts": []})
 
 
 def test_resume_skips_complete_and_retries_failed(tmp_path: Path) -> None:
@@ -126,7 +130,7 @@ def test_resume_skips_complete_and_retries_failed(tmp_path: Path) -> None:
         "ddtree-b4-k4-w2048": "failed",
         "ddtree-b8-k4-w2048": "pending",
     }
-    planned = [x.point_id for v in p.hosts.values() for x in v]
+    planned = [x["id"] for x in p.to_dict()["queue"]]
     assert planned == ["ddtree-b4-k4-w2048", "ddtree-b8-k4-w2048"]
     assert "1 retried" in p.summary()
 

@@ -80,6 +80,26 @@ def test_a_readable_tree_passes_and_counts_its_files(base: Path) -> None:
     assert m.scan([str(target), str(drafter)], OTHER, ()) == m.Scan(None, 7)
 
 
+def test_fingerprints_change_with_a_file_and_not_without(base: Path) -> None:
+    target, drafter = model(base / "target"), model(base / "drafter", shards=1)
+    first = m.scan([str(target), str(drafter)], OTHER, ()).fingerprints
+    assert set(first) == {str(target), str(drafter)}
+    assert first[str(target)] != first[str(drafter)]
+    assert m.scan([str(target), str(drafter)], OTHER, ()).fingerprints == first
+    shard = target / "model-00001.safetensors"
+    shard.write_bytes(b"{ }")  # same name, another size
+    assert m.scan([str(target)], OTHER, ()).fingerprints[str(target)] != first[str(target)]
+    (drafter / "extra.safetensors").write_bytes(b"{}")
+    (drafter / "extra.safetensors").chmod(0o644)
+    assert m.scan([str(drafter)], OTHER, ()).fingerprints[str(drafter)] != first[str(drafter)]
+
+
+def test_an_unreadable_tree_has_no_fingerprint(base: Path) -> None:
+    target = model(base / "target", mode=0o600)
+    scan = m.scan([str(target)], OTHER, ())
+    assert scan.problem is not None and scan.fingerprints == {}
+
+
 def test_a_0700_ancestor_owned_by_another_uid_is_named(base: Path) -> None:
     home = base / "root"
     target = model(home / "models" / "Kimi-K2.6")

@@ -1,0 +1,84 @@
+"""Which host runs which point: a work queue on the controller.
+
+Every host walks the whole queue in order and claims each point before running it; a claim is a
+file created exclusively (`<sweep>/.claims/<point>@<generation>` holding the host's name), so two
+hosts never both get a point, and a faster host simply runs more points. A host lost in the middle
+of a point (unreachable, its container gone) leaves its claim behind: in the take-over pass, a
+surviving host takes a claim whose holder is no longer among the play's hosts by creating the next
+generation, again exclusively. Claims belong to one run: the planner clears them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sweep import layout
+
+CLAIMS = ".claims"
+
+
+def _generations(sweep_dir: Path, point_id: str) -> list[int]:
+    found = []
+    for p in (sweep_dir / CLAIMS).glob(f"{point_id}@*"):
+        suffix = p.name.rsplit("@", 1)[1]
+        if suffix.isdigit():
+            found.append(int(suffix))
+    return sorted(found)
+
+
+def _create(sweep_dir: Path, point_id: str, generation: int, host: str) -> bool:
+    path = sweep_dir / CLAIMS / f"{point_id}@{generation}"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(host + "\n")
+    return True
+
+
+def _holder(sweep_dir: Path, point_id: str, generation: int) -> str:
+    path = sweep_dir / CLAIMS / f"{point_id}@{generation}"
+    return path.read_text(encoding="utf-8").strip()
+
+
+def _failed_this_run(sweep_dir: Path, point_id: str) -> bool:
+    runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or [{}]
+    started = float(runs[-1].get("started") or 0)
+    failure = layout.read_json(sweep_dir / point_id / layout.FAILURE_FILE) or {}
+    return float((failure.get("timings") or {}).get("finished") or 0) >= started > 0
+
+
+def claim(
+    sweep_dir: Path, point_id: str, host: str, alive: list[str] | None = None
+) -> dict[str, Any]:
+    """{"mine": bool, "state": ...}: `claimed` (new), `held` (this host's already), `taken_over`
+    (from a lost host), `taken` (another live host has it), `done` (complete) or `failed` (failed in
+    this run: retried by the next run, not by another host). `alive` (the take-over pass): the
+    play's hosts; a claim held by any other host is taken over."""
+    if layout.point_status(sweep_dir, point_id) == "complete":
+        return {"mine": False, "state": "done"}
+    (sweep_dir / CLAIMS).mkdir(parents=True, exist_ok=True)
+    generations = _generations(sweep_dir, point_id)
+    if not generations:
+        if _create(sweep_dir, point_id, 1, host):
+            return {"mine": True, "state": "claimed"}
+        generations = _generations(sweep_dir, point_id)
+    last = generations[-1]
+    holder = _holder(sweep_dir, point_id, last)
+    if holder == host:
+        return {"mine": True, "state": "held"}
+    if alive is None or holder in alive:
+        return {"mine": False, "state": "taken", "by": holder}
+    if _failed_this_run(sweep_dir, point_id):
+        return {"mine": False, "state": "failed", "by": holder}
+    if _create(sweep_dir, point_id, last + 1, host):
+        return {"mine": True, "state": "taken_over", "from": holder}
+    return {"mine": False, "state": "taken", "by": _holder(sweep_dir, point_id, last + 1)}
+
+
+def clear(sweep_dir: Path) -> None:
+    for p in (sweep_dir / CLAIMS).glob("*@*"):
+        p.unlink(missing_ok=True)

@@ -1,0 +1,103 @@
+"""Choosing what a finished sweep says to deploy (playbooks/deploy.yml), and recording the roll-out.
+
+The choice is the report's own (sweep.report.winners): per context x concurrency cell, the winner
+by the objective, or a tie when best and runner-up do not differ significantly. A tie is refused
+unless a point is named; a named point must be complete in the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from sweep import layout, report
+from sweep import objectives as objectives_mod
+from sweep.plan import SweepInputError
+
+DEPLOYMENTS = "deployments.jsonl"
+
+
+def _given(inp: dict[str, Any], key: str) -> Any:
+    value = inp.get(key)
+    return None if value is None or value == "" else value
+
+
+def _number(inp: dict[str, Any], key: str) -> float | None:
+    value = _given(inp, key)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SweepInputError(f"{key}={value}: not a number") from None
+
+
+def _cell(cells: list[dict[str, Any]], inp: dict[str, Any]) -> dict[str, Any]:
+    if _given(inp, "context") is None or _given(inp, "concurrency") is None:
+        raise SweepInputError("name the cell to deploy for: -e context=<tokens> -e concurrency=<n>")
+    wanted = {k: str(inp[k]) for k in report.CELL_KEYS if _given(inp, k) is not None}
+    found = [c for c in cells if all(str(c[k]) == v for k, v in wanted.items())]
+    if len(found) == 1:
+        return found[0]
+    known = (
+        ", ".join("/".join(f"{k}={c[k]}" for k in report.CELL_KEYS) for c in cells)
+        or "none (no complete point)"
+    )
+    what = "no cell" if not found else f"{len(found)} cells"
+    raise SweepInputError(
+        f"{what} of the sweep match {wanted}; its cells: {known}. "
+        "Add output_len or category to pick one."
+    )
+
+
+def choose(inp: dict[str, Any]) -> dict[str, Any]:
+    """The point to deploy: {sweep, dir, point, server, cell, objective, value, summary}."""
+    if _given(inp, "sweep") is None:
+        raise SweepInputError("name the sweep: -e sweep=results/<sweep>")
+    sweep_dir = Path(str(inp["sweep"])).resolve()
+    if layout.read_sweep(sweep_dir) is None:
+        raise SweepInputError(f"sweep={inp['sweep']}: no sweep there (no sweep.json)")
+    try:
+        obj = objectives_mod.make(
+            str(_given(inp, "objective") or objectives_mod.DEFAULT),
+            _number(inp, "slo_ttft_ms"),
+            _number(inp, "slo_tpot_ms"),
+        )
+    except ValueError as e:
+        raise SweepInputError(str(e)) from None
+    points = report.load_points(sweep_dir, obj)
+    cell = _cell(report.winners(report.rows(points, obj.name), obj), inp)
+    where = "/".join(f"{k}={cell[k]}" for k in report.CELL_KEYS)
+    named = _given(inp, "point")
+    if named is None and cell["tie"]:
+        a, b = cell["tie"]
+        raise SweepInputError(
+            f"cell {where}: tie by {obj.name}: {a} ({cell['best_value']:.4g}) ~ {b} "
+            f"({cell['runner_up_value']:.4g}), no significant difference. Name the point to "
+            f"deploy: -e point={a} or -e point={b}"
+        )
+    chosen = str(named or cell["winner"])
+    by_id = {p.point_id: p for p in points}
+    if chosen not in by_id or by_id[chosen].status != "complete":
+        complete = sorted(p.point_id for p in points if p.status == "complete")
+        raise SweepInputError(f"point={chosen}: not a complete point of the sweep ({complete})")
+    how = "named" if named else "winner"
+    return {
+        "sweep": sweep_dir.name,
+        "dir": str(sweep_dir),
+        "point": chosen,
+        "server": {"env": {}, **by_id[chosen].server},
+        "cell": {k: cell[k] for k in report.CELL_KEYS},
+        "objective": obj.name,
+        "summary": f"deploy {chosen} ({how}, cell {where}, objective {obj.name}) from {sweep_dir}",
+    }
+
+
+def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
+    """Appends one roll-out entry to <sweep>/deployments.jsonl (earlier lines are kept)."""
+    line = json.dumps({**entry, "deployed": time.time()}, sort_keys=True) + "\n"
+    # One short write in append mode: hosts of one batch may record at the same time.
+    with (sweep_dir / DEPLOYMENTS).open("a", encoding="utf-8") as f:
+        f.write(line)

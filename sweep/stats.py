@@ -1,0 +1,239 @@
+"""Statistics across repetitions: confidence intervals and the winner-or-tie test (stdlib only).
+
+Each repetition of a bench cell is one observation (its record's summary gives one value per
+metric). For n >= 2 observations the interval is Student's t interval of the mean:
+
+    mean ± t(0.975, n-1) · s / √n        (s: sample standard deviation, n-1 in the denominator)
+
+With n < 2 there is no interval (None). Two points are compared by Welch's two-sided t-test
+at 5% (unequal variances; degrees of freedom by Welch-Satterthwaite); with n < 2 on either side
+the difference cannot be told from noise and is reported as not significant.
+
+The t distribution comes from the regularized incomplete beta function (continued fraction,
+Numerical Recipes `betacf`) and is inverted by bisection, so fractional Welch degrees of freedom
+work and no scipy or numpy is needed on the controller.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LEVEL = 0.95
+ALPHA = 0.05
+CI_METHOD = (
+    "95% confidence interval of the mean across repetitions: Student t, "
+    "mean ± t(0.975, n-1)·s/√n (no interval with n=1)"
+)
+TEST_METHOD = (
+    "Welch's two-sided t-test at 5% of best vs runner-up (Welch-Satterthwaite degrees of "
+    "freedom); not significant, or n=1 on either side: a tie"
+)
+
+# Summary metrics with an interval in the report: column name -> path in a record's summary.
+SUMMARY_METRICS: dict[str, tuple[str, ...]] = {
+    "output_throughput": ("output_throughput",),
+    "tpot_p50_ms": ("tpot_ms", "median"),
+    "ttft_p50_ms": ("ttft_ms", "median"),
+}
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        m2 = 2 * m
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf2(t: float, df: float) -> float:
+    """Two-sided tail probability P(|T| >= |t|) of Student's t with `df` degrees of freedom."""
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    if math.isinf(df):
+        return 2.0 * (1.0 - statistics.NormalDist().cdf(abs(t)))
+    return betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def t_cdf(t: float, df: float) -> float:
+    half = t_sf2(t, df) / 2.0
+    return 1.0 - half if t >= 0 else half
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with `df` (possibly fractional) degrees of freedom."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"quantile needs 0 < p < 1, got {p}")
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    if math.isinf(df):
+        return statistics.NormalDist().inv_cdf(p)
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One metric of one cell across its repetitions; the interval is None with n < 2."""
+
+    n: int
+    mean: float
+    median: float
+    sd: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.ci_high is None else self.ci_high - self.mean
+
+
+def estimate(values: Sequence[float], level: float = LEVEL) -> Estimate | None:
+    """Mean, median and the t interval of the mean of `values`; None when there are none."""
+    if not values:
+        return None
+    n, mean = len(values), statistics.fmean(values)
+    if n < 2:
+        return Estimate(n, mean, mean, None, None, None)
+    sd = statistics.stdev(values)
+    half = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
+    return Estimate(n, mean, float(statistics.median(values)), sd, mean - half, mean + half)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """a - b by Welch's test. Without a test (n < 2 on a side) only `difference` is set."""
+
+    difference: float
+    ci_low: float | None
+    ci_high: float | None
+    df: float | None
+    p_value: float | None
+    significant: bool
+
+
+def welch(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Comparison:
+    """Welch's two-sided t-test of mean(a) - mean(b), and the (1-alpha) interval of it."""
+    if not a or not b:
+        raise ValueError("welch needs observations on both sides")
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    if len(a) < 2 or len(b) < 2:
+        return Comparison(diff, None, None, None, None, False)
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0.0:  # no spread at all on either side: any difference is real
+        return Comparison(diff, diff, diff, None, 0.0 if diff else 1.0, diff != 0.0)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    p = t_sf2(diff / se, df)
+    half = t_quantile(1.0 - alpha / 2.0, df) * se
+    return Comparison(diff, diff - half, diff + half, df, p, p < alpha)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """num / den of two means with an approximate interval (None when either side has n < 2)."""
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+def ratio(num: Estimate, den: Estimate, level: float = LEVEL) -> Ratio | None:
+    """mean(num) / mean(den), interval by the delta method for independent samples:
+    relative variance r² = s_num²/(n_num·mean_num²) + s_den²/(n_den·mean_den²), interval
+    value · (1 ± t·r), t with Welch-Satterthwaite degrees of freedom of the two terms."""
+    if den.mean == 0.0:
+        return None
+    value = num.mean / den.mean
+    if num.sd is None or den.sd is None or num.mean == 0.0:
+        return Ratio(value, None, None)
+    a = (num.sd / num.mean) ** 2 / num.n
+    b = (den.sd / den.mean) ** 2 / den.n
+    if a + b == 0.0:
+        return Ratio(value, value, value)
+    df = (a + b) ** 2 / (a**2 / (num.n - 1) + b**2 / (den.n - 1))
+    half = abs(value) * t_quantile(0.5 + level / 2.0, df) * math.sqrt(a + b)
+    return Ratio(value, value - half, value + half)
+
+
+def summary_value(summary: dict[str, Any], path: Sequence[str]) -> float | None:
+    v: Any = summary
+    for k in path:
+        v = v.get(k) if isinstance(v, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def observations(
+    records: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]
+) -> dict[str, list[float]]:
+    """Per bench cell (its `point_id`: context x concurrency x output length x category), the
+    value of each repetition's record, in repetition order; records without a value are left
+    out."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for r in records:
+        v = value(r)
+        if v is not None:
+            cell = r["cell"]
+            out.setdefault(cell["point_id"], []).append((int(cell.get("repetition") or 0), v))
+    return {k: [v for _, v in sorted(vs)] for k, vs in out.items()}
+
+
+def _summary_metric(path: Sequence[str]) -> Callable[[dict[str, Any]], float | None]:
+    return lambda record: summary_value(record["summary"], path)
+
+
+def cell_estimates(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Estimate]]:
+    """Per bench cell: an Estimate of each SUMMARY_METRICS metric that has values."""
+    out: dict[str, dict[str, Estimate]] = {}
+    for name, path in SUMMARY_METRICS.items():
+        obs = observations(records, _summary_metric(path))
+        for cell, values in obs.items():
+            est = estimate(values)
+            if est is not None:
+                out.setdefault(cell, {})[name] = est
+    return out

@@ -1,0 +1,131 @@
+"""Measurements as a content-addressed store: a point measured once is never measured again for
+the same identity, in any sweep under the same results directory.
+
+A measurement's identity is everything that determines it: the host's hardware class (GPU models
+and count, or the host itself when it has no nvidia-smi), the SGLang build (the build-facts id, or
+the named dialect), the server command, the model and drafter (path and the weights check's
+fingerprint: names, sizes and mtimes), the base environment (a digest: it may hold secrets), the
+exact launch the role renders for the point (flags and environment, from the role's own filter),
+the bench parameters and the bench package's source hash (the wheelhouse's). Its digest keys
+`<results>/.store/<digest>.json`, a list of the point directories measured under it.
+
+A point is reused only from a directory whose point.json is complete and carries the same digest
+(a missing, incomplete or edited directory is stale and skipped). Reusing copies the directory into
+the new sweep with point.json's `reused_from` naming the original measurement; nothing is moved or
+deleted. `fresh=true` on the command line measures again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.records import write_atomic, write_json
+from sweep import layout
+
+STORE = ".store"
+IDENTITY_FORMAT = 1
+# The point's parameters the role renders; the rest of the launch config is the host's.
+POINT_CONFIG = {
+    "speculative_algorithm": "algorithm",
+    "budget": "budget",
+    "topk": "topk",
+    "window": "window",
+}
+
+
+def point_identity(
+    server: dict[str, Any],
+    capabilities: dict[str, Any],
+    bench: dict[str, Any],
+    bench_version: str,
+    launch: Any,
+) -> dict[str, Any] | None:
+    """The identity of one point on a host whose preflight published `capabilities` (None when it
+    published no identity: such a host's points are never reused). `launch` is the role's
+    sglang_server_launch filter."""
+    host = capabilities.get("identity")
+    config = capabilities.get("config")
+    if not host or not config or not capabilities.get("dialect"):
+        return None
+    cfg = {**config, **{k: server[v] for k, v in POINT_CONFIG.items()}}
+    rendered = launch(cfg, capabilities["dialect"])
+    return {
+        "format": IDENTITY_FORMAT,
+        "host": host,
+        "launch": {"flags": rendered["flags"], "env": rendered["env"]},
+        "point_env": dict(server.get("env") or {}),
+        "bench": bench,
+        "bench_version": bench_version,
+    }
+
+
+def digest(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def _index(root: Path, key: str) -> Path:
+    return root / STORE / f"{key}.json"
+
+
+def _entries(root: Path, key: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_index(root, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+
+def lookup(root: Path, key: str) -> Path | None:
+    """The newest complete point directory measured under `key`, or None."""
+    for entry in reversed(_entries(root, key)):
+        pdir = root / str(entry.get("dir", ""))
+        meta = layout.read_json(pdir / layout.POINT_FILE) or {}
+        if meta.get("status") == "complete" and (meta.get("identity") or {}).get("digest") == key:
+            return pdir
+    return None
+
+
+def register(root: Path, key: str, point_dir: Path) -> None:
+    """Adds a complete point directory to the store (idempotent)."""
+    rel = os.path.relpath(point_dir, root)
+    entries = [e for e in _entries(root, key) if e.get("dir") != rel]
+    entries.append({"dir": rel, "recorded": time.time()})
+    (root / STORE).mkdir(parents=True, exist_ok=True)
+    write_atomic(_index(root, key), json.dumps(entries, indent=1) + "\n")
+
+
+def origin(point_dir: Path) -> dict[str, Any]:
+    """Where a point directory's measurement was made: its own or the one it was copied from."""
+    meta = layout.read_json(point_dir / layout.POINT_FILE) or {}
+    return dict(meta.get("reused_from") or {"sweep": meta.get("sweep"), "point": meta.get("id")})
+
+
+def adopt(source: Path, sweep_dir: Path, point_id: str, key: str) -> Path:
+    """Copies the measurement in `source` into the sweep as `point_id` (point.json written last,
+    the directory renamed into place) and registers the copy. An existing directory of that point
+    (a failed attempt) is moved aside, never overwritten."""
+    staging = sweep_dir / layout.STAGING / f"{point_id}.reuse.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns(layout.POINT_FILE))
+    meta = layout.read_json(source / layout.POINT_FILE) or {}
+    meta.update(
+        id=point_id,
+        sweep=sweep_dir.name,
+        reused_from={**origin(source), "dir": str(source), "reused": time.time()},
+    )
+    write_json(staging / layout.POINT_FILE, meta)
+    target = sweep_dir / point_id
+    if target.exists():
+        aside = sweep_dir / layout.ATTEMPTS / f"{point_id}-{int(time.time())}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(target, aside)
+    os.replace(staging, target)
+    register(sweep_dir.parent, key, target)
+    return target

@@ -1,0 +1,152 @@
+"""sweep.stats: Student t quantiles without scipy, t intervals, Welch's test, ratio intervals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sweep.stats import (
+    cell_estimates,
+    estimate,
+    observations,
+    ratio,
+    t_cdf,
+    t_quantile,
+    t_sf2,
+    welch,
+)
+
+# t(0.975, df) as printed in statistics tables (3 decimals)
+T975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+    10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
+    18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060,
+    26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042, 60: 2.000, 120: 1.980,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("df, expected", [(2, 4.303), (5, 2.571), (30, 2.042)])
+def test_t_quantiles_match_known_values(df: int, expected: float) -> None:
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=5e-4)
+
+
+def test_t_quantiles_match_the_table_for_every_df() -> None:
+    got = {df: round(t_quantile(0.975, df), 3) for df in T975}
+    assert got == T975
+
+
+def test_t_quantile_other_levels_and_limits() -> None:
+    assert t_quantile(0.995, 10) == pytest.approx(3.169, abs=5e-4)
+    assert t_quantile(0.95, 1) == pytest.approx(6.314, abs=5e-4)
+    assert t_quantile(0.025, 5) == pytest.approx(-2.571, abs=5e-4)
+    assert t_quantile(0.5, 7) == pytest.approx(0.0, abs=1e-9)
+    assert t_quantile(0.975, math.inf) == pytest.approx(1.95996, abs=1e-5)
+    assert t_quantile(0.975, 10**6) == pytest.approx(1.95996, abs=1e-4)
+    # fractional degrees of freedom (Welch) lie between their neighbours
+    assert T975[4] < t_quantile(0.975, 3.5) < T975[3]
+    with pytest.raises(ValueError):
+        t_quantile(1.0, 3)
+    with pytest.raises(ValueError):
+        t_quantile(0.9, 0)
+
+
+def test_t_tail_and_cdf_are_consistent_with_the_quantile() -> None:
+    assert t_sf2(2.228, 10) == pytest.approx(0.05, abs=1e-4)
+    assert t_sf2(0.0, 3) == pytest.approx(1.0)
+    assert t_cdf(-12.706, 1) == pytest.approx(0.025, abs=1e-5)
+    assert t_cdf(t_quantile(0.9, 4.2), 4.2) == pytest.approx(0.9, abs=1e-9)
+
+
+def test_estimate_is_a_t_interval_of_the_mean() -> None:
+    e = estimate([100.0, 110.0, 90.0])
+    assert e is not None
+    assert (e.n, e.mean, e.median, e.sd) == (3, 100.0, 100.0, 10.0)
+    half = 4.303 * 10.0 / math.sqrt(3)
+    assert e.ci_low == pytest.approx(100.0 - half, abs=1e-2)
+    assert e.ci_high == pytest.approx(100.0 + half, abs=1e-2)
+    assert e.half_width == pytest.approx(half, abs=1e-2)
+
+
+def test_estimate_with_one_value_has_no_interval_and_none_without_values() -> None:
+    e = estimate([42.0])
+    assert e is not None
+    assert (e.n, e.mean, e.sd, e.ci_low, e.ci_high, e.half_width) == (
+        1, 42.0, None, None, None, None
+    )  # fmt: skip
+    assert estimate([]) is None
+
+
+def test_welch_within_the_spread_is_not_significant() -> None:
+    c = welch([102.0, 96.0, 108.0], [100.0, 110.0, 90.0])
+    assert c.difference == pytest.approx(2.0)
+    # R: t.test(c(102,96,108), c(100,110,90)) -> t = 0.29704, df = 3.2748, p-value = 0.7843
+    assert c.df == pytest.approx(3.2748, abs=1e-4)
+    assert c.p_value == pytest.approx(0.7843, abs=1e-4)
+    assert c.ci_low is not None and c.ci_high is not None
+    assert c.ci_low < 0 < c.ci_high
+    assert not c.significant
+
+
+def test_welch_clear_difference_is_significant() -> None:
+    c = welch([150.0, 151.0, 149.0], [100.0, 101.0, 99.0])
+    assert c.significant
+    assert c.p_value is not None and c.p_value < 1e-5
+    assert c.ci_low is not None and c.ci_high is not None
+    assert 0 < c.ci_low < 50.0 < c.ci_high
+
+
+def test_welch_with_one_repetition_cannot_tell() -> None:
+    c = welch([150.0], [100.0, 101.0, 99.0])
+    assert c.difference == pytest.approx(50.0)
+    assert (c.ci_low, c.p_value, c.significant) == (None, None, False)
+    with pytest.raises(ValueError):
+        welch([], [1.0])
+
+
+def test_welch_without_any_spread() -> None:
+    assert welch([2.0, 2.0], [1.0, 1.0]).significant
+    assert not welch([1.0, 1.0], [1.0, 1.0]).significant
+
+
+def test_ratio_interval_by_the_delta_method() -> None:
+    num, den = estimate([150.0, 151.0, 149.0]), estimate([100.0, 110.0, 90.0])
+    assert num is not None and den is not None
+    r = ratio(num, den)
+    assert r is not None and r.ci_low is not None and r.ci_high is not None
+    assert r.value == pytest.approx(1.5)
+    # relative variance is dominated by the baseline's (sd 10 of 100 over 3 repetitions)
+    a, b = (1 / 150) ** 2 / 3, (10 / 100) ** 2 / 3
+    df = (a + b) ** 2 / (a**2 / 2 + b**2 / 2)
+    assert 2.0 < df < 2.1
+    assert r.ci_high - r.value == pytest.approx(r.value - r.ci_low)
+    assert r.ci_high - r.value == pytest.approx(1.5 * t_quantile(0.975, df) * math.sqrt(a + b))
+    one = estimate([150.0])
+    assert one is not None
+    assert ratio(one, den) == type(r)(1.5, None, None)
+    zero = estimate([0.0, 0.0])
+    assert zero is not None and ratio(num, zero) is None
+
+
+def _record(point_id: str, rep: int, throughput: float | None) -> dict:
+    summary = {"tpot_ms": {"median": 10.0 + rep}, "ttft_ms": {"median": 50.0}}
+    if throughput is not None:
+        summary["output_throughput"] = throughput
+    return {"cell": {"point_id": point_id, "repetition": rep}, "summary": summary}
+
+
+def test_observations_and_cell_estimates_group_repetitions_by_cell() -> None:
+    records = [
+        _record("ctx512-c1", 2, 90.0),
+        _record("ctx512-c1", 0, 100.0),
+        _record("ctx512-c1", 1, 110.0),
+        _record("ctx512-c8", 0, 800.0),
+        _record("ctx512-c8", 1, None),
+    ]
+    obs = observations(records, lambda r: r["summary"].get("output_throughput"))
+    assert obs == {"ctx512-c1": [100.0, 110.0, 90.0], "ctx512-c8": [800.0]}
+    est = cell_estimates(records)
+    assert est["ctx512-c1"]["output_throughput"].n == 3
+    assert est["ctx512-c1"]["tpot_p50_ms"].mean == pytest.approx(11.0)
+    assert est["ctx512-c8"]["output_throughput"].ci_low is None
+    assert est["ctx512-c8"]["tpot_p50_ms"].n == 2
