@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,3 +254,28 @@ def test_rendering_refuses_a_point_the_build_cannot_express() -> None:
         filters.sglang_server_launch(config(budget=8, block_size=16), DIALECTS["0.5.20+"])
     out = filters.sglang_server_launch(config(budget=16, block_size=16), DIALECTS["0.5.20+"])
     assert out["expect"]["speculative_num_draft_tokens"] == 16
+
+
+# Real output captured on an H200 host (../shared/fixtures, beside the repository when present).
+H200_LIST_GPUS = (
+    Path(__file__).resolve().parents[3] / "shared/fixtures/nvidia-smi-h200/list-gpus.txt"
+)
+
+
+def test_gpu_class_from_nvidia_smi_list_gpus() -> None:
+    lines = [
+        "GPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-1a)",
+        "GPU 1: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-2b)",
+    ]
+    gpu_class = filters.sglang_gpu_class
+    assert gpu_class(lines) == "2x NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    assert gpu_class([*lines, "GPU 2: NVIDIA H200 (UUID: GPU-3c)"]) == (
+        "3x NVIDIA H200 + NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    )
+    assert gpu_class(["No devices were found"]) == ""
+    assert gpu_class("") == ""
+
+
+@pytest.mark.skipif(not H200_LIST_GPUS.is_file(), reason="the shared H200 fixture is not here")
+def test_gpu_class_of_the_recorded_h200() -> None:
+    assert filters.sglang_gpu_class(H200_LIST_GPUS.read_text()) == "1x NVIDIA H200"

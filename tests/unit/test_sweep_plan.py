@@ -60,6 +60,8 @@ def test_json_list_string_and_k_suffix_are_accepted(tmp_path: Path) -> None:
         ({"sweep_name": "../up"}, "sweep_name=../up"),
         ({"points": [{"budget": 4, "color": "red"}]}, "color"),
         ({"repetitions": "0"}, "repetitions=0"),
+        ({"search": "halving"}, "search=halving"),
+        ({"search": "random"}, "search=random"),
         ({"fresh": "perhaps"}, "fresh=perhaps"),
         ({"objective": "fastest"}, "fastest"),
         ({"objective": "goodput", "slo_ttft_ms": 500}, "slo_tpot_ms"),

@@ -6,6 +6,7 @@ dialect needs no code. Validation with user-facing messages lives in tasks/prefl
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 SPEC_PARAMS = ("budget", "topk", "window")
@@ -260,6 +261,20 @@ def sglang_build_offers(facts: dict[str, Any]) -> str:
     )
 
 
+_GPU_LINE = re.compile(r"^GPU \d+: (.+?)(?: \(UUID: [^)]*\))?\s*$")
+
+
+def sglang_gpu_class(list_gpus: list[str] | str) -> str:
+    """The hardware class in `nvidia-smi --list-gpus` output: "<count>x <model>", models joined
+    with " + " when they differ; "" when no GPU is listed. UUIDs are dropped: two hosts with the
+    same GPUs are one class."""
+    lines = list_gpus.splitlines() if isinstance(list_gpus, str) else list_gpus
+    models = [m.group(1) for line in lines if (m := _GPU_LINE.match(str(line)))]
+    if not models:
+        return ""
+    return f"{len(models)}x {' + '.join(sorted(set(models)))}"
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -268,4 +283,5 @@ class FilterModule:
             "sglang_dialect_discover": sglang_dialect_discover,
             "sglang_server_point_problems": sglang_server_point_problems,
             "sglang_build_offers": sglang_build_offers,
+            "sglang_gpu_class": sglang_gpu_class,
         }

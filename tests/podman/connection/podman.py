@@ -57,9 +57,11 @@ DOCUMENTATION = """
           - name: ansible_pipelining
 """
 
+import re
 import shlex
 from typing import Any
 
+from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.connection import ensure_connect
 from ansible_collections.containers.podman.plugins.connection.podman import (
@@ -80,4 +82,9 @@ class Connection(PodmanConnection):
         if self.user:
             exec_args.extend(("--user", self.user))
         args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
-        return self._podman(exec_args, args, in_data)
+        rc, stdout, stderr = self._podman(exec_args, args, in_data)
+        # A container that is gone is an unreachable host, as a dead host is over SSH (rc 255);
+        # without pipelining the temporary directory's failure said so, with it nothing would.
+        if rc in (125, 255) and re.search(rb"no such container|container state improper", stderr):
+            raise AnsibleConnectionFailure(to_native(stderr.strip()))
+        return rc, stdout, stderr

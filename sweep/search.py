@@ -1,0 +1,440 @@
+"""Successive halving over sweep points: which points to bench, at which level, in which order.
+
+Pure logic, no I/O. A point costs a server restart (minutes of model loading on a real host) every
+time its configuration is started; halving spends the long bench only on the points that a short
+one could not rule out.
+
+Bench levels are abstract integers: level 0 is the screening bench (e.g. one cell, few requests),
+level `levels - 1` the full matrix; the driver maps a level to bench parameters. A measurement is
+one objective value per repetition (e.g. output tokens/s); values are only ever compared within
+one level, so levels may measure on different scales.
+
+The rule, one round per level:
+
+- Round 0 runs every point at level 0, in the order given (plan.py's sort_key order).
+- A round's measured points are ranked by the mean of their values (best first; lower is better
+  with `higher_is_better=False`). A run with no values failed and is out. With m points ranked,
+  k = ceil(m / eta); the top k survive, and so does every other point whose 95% confidence
+  interval of the mean (Student t; one value: the value itself) overlaps the k-th best's, so that
+  noise does not eliminate a contender.
+- The survivors run at the next level; a lone survivor goes straight to the last level (there is
+  nothing left to compare it with). The round at the last level is the final one.
+- The best point is the top of the ranking of the deepest round that measured anything.
+- Order within a round: the configuration already running (the last run of the previous round)
+  first, it needs no restart; then the order given. Restarts are configuration changes, the
+  first start included.
+- `max_restarts` is a hard budget: a round takes its candidates best-ranked first (round 0: in
+  the order given) while a restart is left (the running one is free) and stops at the first
+  that does not fit, so what runs is always a rank prefix and the deeper comparison stays fair.
+  Every point left out is in the result with the reason.
+
+The runs are one sequence on one server (one host). The CI is only as good as the repetitions:
+they should re-measure one workload (the same prompts); repetitions that draw new prompts add a
+variance common to every point, every CI then overlaps and nearly everything survives
+(benchmarks/README.md, halving_vs_grid).
+
+Every point is started at least once (round 0), so halving never needs fewer restarts than the
+grid's one per point, and each survivor that is not the running configuration adds one. What it
+saves is bench time: it pays when the full bench of the points it drops costs more than its extra
+restarts (`account` puts the two side by side).
+
+The state is a function of (points, strategy, recorded measurements) only: `replay` rebuilds it
+from the measurements a driver recorded (in any order, duplicates: the last one counts), so a
+loop that runs one ansible play per round and reads results back from files resumes anywhere:
+
+    state = replay(points, measurements, strategy)
+    while not state.done:
+        run state.pending (point, level) in that order; record Measurement(point_id, level, values)
+        state = replay(points, measurements, strategy)
+    state.best
+
+`search(points, measure, strategy)` is that loop with an in-memory callback.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from sweep.stats import t_quantile
+
+
+class Candidate(Protocol):
+    """What the search needs of a point: a stable id (plan.Point has one)."""
+
+    @property
+    def point_id(self) -> str: ...
+
+
+P = TypeVar("P", bound=Candidate)
+
+
+@dataclass(frozen=True)
+class Halving:
+    """The strategy: keep 1/eta of each round (plus CI ties), `levels` bench levels (the last
+    is the full matrix), at most `max_restarts` server starts (None: no limit)."""
+
+    eta: float = 3.0
+    levels: int = 3
+    max_restarts: int | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.eta, bool) or not self.eta > 1:
+            raise ValueError(f"eta={self.eta}: must be > 1 (keep 1/eta of each round)")
+        if isinstance(self.levels, bool) or not isinstance(self.levels, int) or self.levels < 1:
+            raise ValueError(f"levels={self.levels}: must be an integer >= 1")
+        budget = self.max_restarts
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+        ):
+            raise ValueError(f"max_restarts={budget}: must be an integer >= 1 (or None)")
+
+    @property
+    def last_level(self) -> int:
+        return self.levels - 1
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One run's objective values, one per repetition; empty: the run failed."""
+
+    point_id: str
+    level: int
+    values: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"point": self.point_id, "level": self.level, "values": list(self.values)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
+        values = tuple(float(v) for v in d.get("values") or ())
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError(f"measurement of {d.get('point')}: values must be finite: {values}")
+        return cls(str(d["point"]), int(d["level"]), values)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Mean of a run's values and its 95% confidence interval [low, high]."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    def overlaps(self, other: Stats) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+@dataclass(frozen=True)
+class Run(Generic[P]):
+    point: P
+    level: int
+    restart: bool  # the server has to be (re)started for this run
+
+
+@dataclass(frozen=True)
+class Skipped(Generic[P]):
+    point: P
+    level: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Round(Generic[P]):
+    """One level's runs in order; once measured, its ranking and who survived it."""
+
+    index: int
+    level: int
+    runs: tuple[Run[P], ...]
+    skipped: tuple[Skipped[P], ...] = ()
+    stats: Mapping[str, Stats] = field(default_factory=dict)
+    ranking: tuple[P, ...] = ()  # measured points, best first (failed runs left out)
+    failed: tuple[P, ...] = ()
+    kept: tuple[P, ...] = ()  # survivors, best first (empty for the final round)
+    complete: bool = False
+
+
+@dataclass(frozen=True)
+class State(Generic[P]):
+    """Everything the recorded measurements say: rounds so far, the runs still to do."""
+
+    strategy: Halving
+    points: tuple[P, ...]
+    rounds: tuple[Round[P], ...]
+    pending: tuple[Run[P], ...]
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of every planned run, pending ones included."""
+        return sum(r.restart for rnd in self.rounds for r in rnd.runs)
+
+    @property
+    def skipped(self) -> tuple[Skipped[P], ...]:
+        return tuple(s for rnd in self.rounds for s in rnd.skipped)
+
+    @property
+    def best(self) -> P | None:
+        """Top of the deepest measured ranking; None while pending or when every run failed."""
+        if not self.done:
+            return None
+        ranked = [rnd for rnd in self.rounds if rnd.ranking]
+        return ranked[-1].ranking[0] if ranked else None
+
+    def best_stats(self) -> Stats | None:
+        best = self.best
+        ranked = [rnd for rnd in self.rounds if rnd.ranking]
+        return ranked[-1].stats[best.point_id] if best is not None and ranked else None
+
+    def next_runs(self) -> list[tuple[P, int]]:
+        return [(r.point, r.level) for r in self.pending]
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def stats(values: Sequence[float]) -> Stats:
+    """Mean and 95% CI of the mean: mean +- t(0.975, n-1) s / sqrt(n); one value: [v, v]."""
+    if not values:
+        raise ValueError("stats of no values")
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return Stats(mean, mean, mean, 1)
+    half = t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return Stats(mean, mean - half, mean + half, len(values))
+
+
+def select(ranking: Sequence[P], by_id: Mapping[str, Stats], eta: float) -> tuple[P, ...]:
+    """Survivors, best first: the top ceil(m / eta) of the m ranked points, plus every other
+    point whose CI overlaps the CI of the k-th best."""
+    if not ranking:
+        return ()
+    k = max(1, math.ceil(len(ranking) / eta))
+    ref = by_id[ranking[k - 1].point_id]
+    rest = [p for p in ranking[k:] if by_id[p.point_id].overlaps(ref)]
+    return (*ranking[:k], *rest)
+
+
+def rank(points: Iterable[P], by_id: Mapping[str, Stats], higher_is_better: bool) -> list[P]:
+    """Best mean first; ties keep the given order."""
+    sign = -1.0 if higher_is_better else 1.0
+    return sorted(points, key=lambda p: sign * by_id[p.point_id].mean)
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+def _schedule(
+    candidates: Sequence[P],
+    order: Mapping[str, int],
+    level: int,
+    running: str | None,
+    restarts_left: float,
+) -> tuple[tuple[Run[P], ...], tuple[Skipped[P], ...]]:
+    """Runs of one round: `candidates` in priority order (best-ranked first), cut at the first
+    that needs a restart the budget has not got; then the running configuration first and the
+    rest in the given point order."""
+    chosen: list[P] = []
+    for i, p in enumerate(candidates):
+        if p.point_id != running:
+            if restarts_left < 1:
+                reason = "restart budget spent" if level else "restart budget: never screened"
+                cut = tuple(Skipped(q, level, reason) for q in candidates[i:])
+                return _ordered(chosen, order, level, running), cut
+            restarts_left -= 1
+        chosen.append(p)
+    return _ordered(chosen, order, level, running), ()
+
+
+def _ordered(
+    chosen: list[P], order: Mapping[str, int], level: int, running: str | None
+) -> tuple[Run[P], ...]:
+    seq = sorted(chosen, key=lambda p: (p.point_id != running, order[p.point_id]))
+    runs: list[Run[P]] = []
+    current = running
+    for p in seq:
+        runs.append(Run(p, level, restart=p.point_id != current))
+        current = p.point_id
+    return tuple(runs)
+
+
+def _check_points(points: Sequence[P]) -> dict[str, int]:
+    if not points:
+        raise ValueError("points=[]: nothing to search")
+    order: dict[str, int] = {}
+    for i, p in enumerate(points):
+        if p.point_id in order:
+            raise ValueError(f"points: {p.point_id} appears twice")
+        order[p.point_id] = i
+    return order
+
+
+# ---------------------------------------------------------------- the state
+
+
+def replay(points: Sequence[P], measurements: Iterable[Measurement], strategy: Halving) -> State[P]:
+    """The search state the recorded measurements give (see the module docstring)."""
+    order = _check_points(points)
+    recorded = {(m.point_id, m.level): m for m in measurements}
+    budget = math.inf if strategy.max_restarts is None else strategy.max_restarts
+    rounds: list[Round[P]] = []
+    candidates: tuple[P, ...] = tuple(points)
+    level, running, used = 0, None, 0
+    while True:
+        runs, skipped = _schedule(candidates, order, level, running, budget - used)
+        pending = tuple(r for r in runs if (r.point.point_id, level) not in recorded)
+        base = Round(len(rounds), level, runs, skipped)
+        if pending or not runs:
+            rounds.append(base)
+            return State(strategy, tuple(points), tuple(rounds), pending)
+        rnd = _measured(base, recorded, strategy, final=level == strategy.last_level)
+        rounds.append(rnd)
+        used += sum(r.restart for r in runs)
+        running = runs[-1].point.point_id
+        if not rnd.kept:
+            return State(strategy, tuple(points), tuple(rounds), ())
+        candidates = rnd.kept
+        level = strategy.last_level if len(rnd.kept) == 1 else level + 1
+
+
+def _measured(
+    rnd: Round[P],
+    recorded: Mapping[tuple[str, int], Measurement],
+    strategy: Halving,
+    final: bool,
+) -> Round[P]:
+    by_id: dict[str, Stats] = {}
+    failed: list[P] = []
+    for r in rnd.runs:
+        values = recorded[(r.point.point_id, rnd.level)].values
+        if values:
+            by_id[r.point.point_id] = stats(values)
+        else:
+            failed.append(r.point)
+    measured = (r.point for r in rnd.runs if r.point.point_id in by_id)
+    ranking = rank(measured, by_id, strategy.higher_is_better)
+    kept = () if final else select(ranking, by_id, strategy.eta)
+    return Round(
+        index=rnd.index,
+        level=rnd.level,
+        runs=rnd.runs,
+        skipped=rnd.skipped,
+        stats=by_id,
+        ranking=tuple(ranking),
+        failed=tuple(failed),
+        kept=kept,
+        complete=True,
+    )
+
+
+def next_round(
+    points: Sequence[P], measurements: Iterable[Measurement], strategy: Halving
+) -> list[tuple[P, int]]:
+    """The (point, level) runs still to do, in run order; [] when the search is over."""
+    return replay(points, measurements, strategy).next_runs()
+
+
+def search(
+    points: Sequence[P],
+    measure: Callable[[P, int], Sequence[float]],
+    strategy: Halving,
+    measurements: Iterable[Measurement] = (),
+) -> tuple[State[P], list[Measurement]]:
+    """Runs the whole search with `measure(point, level) -> values` (one per repetition; []:
+    failed), continuing from `measurements`. Returns the final state and every measurement."""
+    recorded = list(measurements)
+    state = replay(points, recorded, strategy)
+    while not state.done:
+        for run in state.pending:
+            values = tuple(float(v) for v in measure(run.point, run.level))
+            recorded.append(Measurement(run.point.point_id, run.level, values))
+        state = replay(points, recorded, strategy)
+    return state, recorded
+
+
+# ---------------------------------------------------------------- accounting
+
+
+@dataclass(frozen=True)
+class Cost:
+    restarts: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Accounting:
+    halving: Cost
+    grid: Cost
+
+    def line(self) -> str:
+        h, g = self.halving, self.grid
+        return (
+            f"halving: {h.restarts} restarts, {h.seconds:.0f} s; "
+            f"full grid would be {g.restarts} restarts, {g.seconds:.0f} s"
+        )
+
+
+def _load_of(load_seconds: Mapping[str, float] | float) -> Callable[[str], float]:
+    """Per-point load seconds; a point with none measured costs the median of the others."""
+    if not isinstance(load_seconds, Mapping):
+        return lambda _id: float(load_seconds)
+    fallback = statistics.median(load_seconds.values()) if load_seconds else None
+
+    def load(point_id: str) -> float:
+        if point_id in load_seconds:
+            return float(load_seconds[point_id])
+        if fallback is None:
+            raise ValueError(f"load_seconds: none given for {point_id}")
+        return float(fallback)
+
+    return load
+
+
+def account(
+    state: State[P],
+    load_seconds: Mapping[str, float] | float,
+    bench_seconds: Sequence[float],
+) -> Accounting:
+    """Restarts and seconds of the halving's runs (pending ones included) against the full grid
+    (every point started once and benched at the last level). `load_seconds`: per point_id (or
+    one figure for all); `bench_seconds[level]`: one point's bench at that level."""
+    if len(bench_seconds) != state.strategy.levels:
+        raise ValueError(
+            f"bench_seconds={list(bench_seconds)}: need one figure per level "
+            f"({state.strategy.levels})"
+        )
+    load = _load_of(load_seconds)
+    runs = [r for rnd in state.rounds for r in rnd.runs]
+    halving = sum(
+        (load(r.point.point_id) if r.restart else 0.0) + bench_seconds[r.level] for r in runs
+    )
+    grid = sum(load(p.point_id) + bench_seconds[-1] for p in state.points)
+    return Accounting(Cost(state.restarts, halving), Cost(len(state.points), grid))
+
+
+def describe(state: State[P]) -> list[str]:
+    """One line per round, then the points left out and why, then the outcome."""
+    lines = []
+    for rnd in state.rounds:
+        ids = ", ".join(r.point.point_id for r in rnd.runs) or "-"
+        restarts = sum(r.restart for r in rnd.runs)
+        line = f"round {rnd.index} level {rnd.level}: {ids} ({restarts} restarts)"
+        if rnd.kept:
+            line += f"; kept {', '.join(p.point_id for p in rnd.kept)}"
+        if rnd.failed:
+            line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
+        lines.append(line)
+    lines += [f"not run at level {s.level}: {s.point.point_id} ({s.reason})" for s in state.skipped]
+    best = state.best
+    lines.append(
+        "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"
+    )
+    return lines

@@ -1,0 +1,283 @@
+"""sweep.search: successive halving (selection rule, restarts, budget, resume, accounting)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from sweep.plan import Point
+from sweep.search import (
+    Halving,
+    Measurement,
+    account,
+    describe,
+    next_round,
+    replay,
+    search,
+    select,
+    stats,
+)
+
+BUDGETS = (4, 8, 12, 16)
+TOPKS = (1, 2, 4)
+BEST = Point("DDTREE", 12, 2, 2048)
+
+
+def grid() -> list[Point]:
+    points = [Point("DDTREE", b, k, 2048) for b in BUDGETS for k in TOPKS]
+    return sorted(points, key=Point.sort_key)
+
+
+def true_value(p: Point) -> float:
+    """Throughput-like objective, optimum at budget 12, topk 2 (interior in both)."""
+    return 1000.0 - 6.0 * (p.budget - 12) ** 2 - 60.0 * (p.topk - 2) ** 2
+
+
+def noisy(
+    seed: int, f: Callable[[Point], float] = true_value, reps: int = 3
+) -> Callable[[Point, int], list[float]]:
+    """Noise shrinks with the level, as a longer bench averages more requests."""
+    rng = random.Random(seed)
+    sd = {0: 25.0, 1: 12.0, 2: 6.0}
+    return lambda p, level: [f(p) + rng.gauss(0.0, sd[level]) for _ in range(reps)]
+
+
+def table(values: dict[str, Sequence[float]]) -> Callable[[Point, int], list[float]]:
+    return lambda p, level: list(values[p.point_id])
+
+
+# ---------------------------------------------------------------- finding the optimum
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_halving_finds_the_optimum_under_noise(seed: int) -> None:
+    state, _ = search(grid(), noisy(seed), Halving(eta=3))
+    assert state.done
+    assert state.best == BEST
+    # every point is started once to screen it, so halving saves bench time, not restarts
+    assert state.restarts >= len(grid())
+    acc = account(state, 360.0, [120.0, 600.0, 3600.0])
+    assert acc.halving.seconds < 0.8 * acc.grid.seconds
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lower_is_better_finds_the_minimum(seed: int) -> None:
+    def tpot(p: Point) -> float:  # ms per token: the best point is the fastest
+        return 1e4 / true_value(p)
+
+    def measure(p: Point, level: int) -> list[float]:
+        rng = random.Random(f"{seed}-{p.point_id}-{level}")
+        return [tpot(p) * (1 + rng.gauss(0.0, 0.01)) for _ in range(3)]
+
+    state, _ = search(grid(), measure, Halving(eta=2, higher_is_better=False))
+    assert state.best == BEST
+    final = state.rounds[-1]
+    means = [final.stats[p.point_id].mean for p in final.ranking]
+    assert means == sorted(means)
+
+
+def test_the_final_round_runs_the_last_level() -> None:
+    state, _ = search(grid(), noisy(1), Halving(eta=3, levels=3))
+    assert [rnd.level for rnd in state.rounds] == [0, 1, 2]
+    assert len(state.rounds[0].runs) == 12
+    assert state.rounds[-1].kept == ()
+
+
+# ---------------------------------------------------------------- the selection rule
+
+
+def test_select_keeps_the_top_fraction_and_ci_overlaps_of_the_kth() -> None:
+    pts = grid()[:6]
+    values = {
+        pts[0].point_id: [100.0, 100.0, 100.0],
+        pts[1].point_id: [90.0, 91.0, 89.0],  # the k-th (k = ceil(6/3) = 2)
+        pts[2].point_id: [80.0, 95.0, 65.0],  # below, but its wide CI reaches the k-th's
+        pts[3].point_id: [85.0, 85.5, 84.5],  # below, tight CI clear of the k-th's
+        pts[4].point_id: [50.0, 50.0, 50.0],
+        pts[5].point_id: [10.0, 11.0, 9.0],
+    }
+    by_id = {k: stats(v) for k, v in values.items()}
+    ranking = sorted(pts, key=lambda p: -by_id[p.point_id].mean)
+    assert select(ranking, by_id, eta=3) == (pts[0], pts[1], pts[2])
+    # k = 1 at least: the best survives, and pts[2], whose CI reaches the best's
+    assert select(ranking, by_id, eta=100) == (pts[0], pts[2])
+
+
+def test_stats_ci_is_student_t_and_a_single_value_has_none() -> None:
+    s = stats([10.0, 12.0])
+    assert s.mean == 11.0
+    assert s.high - s.mean == pytest.approx(12.7062, abs=1e-4)  # t(0.975, 1) x sqrt(2) / sqrt(2)
+    one = stats([5.0])
+    assert (one.low, one.mean, one.high, one.n) == (5.0, 5.0, 5.0, 1)
+
+
+def test_a_failed_run_is_eliminated() -> None:
+    pts = grid()[:4]
+    values = {p.point_id: [float(i + 1)] for i, p in enumerate(pts)}
+    values[pts[3].point_id] = []  # would have been the best
+    state, _ = search(pts, table(values), Halving(eta=2, levels=2))
+    assert pts[3] in state.rounds[0].failed
+    assert pts[3] not in state.rounds[0].kept
+    assert state.best == pts[2]
+    assert any("failed" in line for line in describe(state))
+
+
+def test_a_lone_survivor_goes_straight_to_the_last_level() -> None:
+    pts = grid()[:3]
+    values = {p.point_id: [float(10**i)] for i, p in enumerate(pts)}
+    state, _ = search(pts, table(values), Halving(eta=3, levels=4))
+    assert [rnd.level for rnd in state.rounds] == [0, 3]
+    assert state.rounds[-1].runs[0].restart is False  # it was the last one screened
+
+
+# ---------------------------------------------------------------- restarts and order
+
+
+def test_restarts_count_configuration_changes_and_the_running_one_goes_first() -> None:
+    pts = grid()  # 12 points
+    # the last point screened is among the best: it starts round 1 with no restart
+    values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
+    state, _ = search(pts, table(values), Halving(eta=3, levels=3))
+    r0, r1, r2 = state.rounds
+    assert [r.restart for r in r0.runs] == [True] * 12  # the first start counts
+    assert [r.point for r in r1.runs] == [pts[11], pts[8], pts[9], pts[10]]
+    assert [r.restart for r in r1.runs] == [False, True, True, True]
+    assert [r.point for r in r2.runs] == [pts[10], pts[11]]
+    assert [r.restart for r in r2.runs] == [False, True]
+    assert state.restarts == 12 + 3 + 1
+    assert state.best == pts[11]
+
+
+@pytest.mark.parametrize("budget", [1, 5, 12, 13, 14, 15, 40])
+def test_max_restarts_is_never_exceeded_and_cuts_are_reported(budget: int) -> None:
+    state, _ = search(grid(), noisy(3), Halving(eta=3, max_restarts=budget))
+    assert state.done
+    assert state.restarts <= budget
+    ran = {(r.point.point_id, r.level) for rnd in state.rounds for r in rnd.runs}
+    for s in state.skipped:
+        assert (s.point.point_id, s.level) not in ran
+        assert "restart budget" in s.reason
+    if budget < 12:
+        assert len(state.rounds[0].runs) == budget
+        assert {s.reason for s in state.rounds[0].skipped} == {"restart budget: never screened"}
+        assert sum(1 for line in describe(state) if "never screened" in line) == 12 - budget
+    if budget >= 40:
+        assert state.skipped == ()
+
+
+def test_a_cut_round_runs_the_best_ranked_prefix() -> None:
+    pts = grid()[:6]
+    # ranking after round 0: pts[1] > pts[4] > pts[3] ...; pts[5] (the running one) is 4th
+    order = [1, 4, 3, 5, 0, 2]
+    values = {pts[i].point_id: [100.0 - 10 * rank] for rank, i in enumerate(order)}
+    state, _ = search(pts, table(values), Halving(eta=1.5, levels=2, max_restarts=7))
+    final = state.rounds[1]
+    assert [r.point for r in final.runs] == [pts[1]]  # one restart left: the best-ranked
+    assert {s.point for s in final.skipped} == {pts[4], pts[3], pts[5]}
+    assert state.best == pts[1]
+    assert state.restarts == 7
+
+
+def test_an_exhausted_budget_keeps_the_deepest_complete_ranking() -> None:
+    pts = grid()[:4]
+    values = {p.point_id: [float(i)] for i, p in enumerate(pts)}
+    values[pts[3].point_id] = [0.5]  # the running one after round 0 is not among the best
+    state, _ = search(pts, table(values), Halving(eta=2, levels=2, max_restarts=4))
+    assert state.rounds[-1].runs == ()
+    assert state.best == pts[2]
+
+
+# ---------------------------------------------------------------- bad values
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"eta": 1}, "eta=1"),
+        ({"eta": 0.5}, "eta=0.5"),
+        ({"max_restarts": 0}, "max_restarts=0"),
+        ({"max_restarts": -3}, "max_restarts=-3"),
+        ({"levels": 0}, "levels=0"),
+    ],
+)
+def test_bad_strategy_values_raise_naming_them(kwargs: dict[str, float], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        Halving(**kwargs)  # type: ignore[arg-type]
+
+
+def test_no_points_or_duplicate_points_raise() -> None:
+    with pytest.raises(ValueError, match=r"points=\[\]"):
+        replay([], [], Halving())
+    with pytest.raises(ValueError, match="appears twice"):
+        replay([BEST, BEST], [], Halving())
+
+
+# ---------------------------------------------------------------- resume
+
+
+def test_state_rebuilt_from_recorded_results_gives_the_same_next_round() -> None:
+    strategy = Halving(eta=3, max_restarts=17)
+    seen: list[list[tuple[Point, int]]] = []
+    recorded: list[Measurement] = []
+    measure = noisy(7)
+    while runs := next_round(grid(), recorded, strategy):
+        seen.append(runs)
+        recorded += [Measurement(p.point_id, lvl, tuple(measure(p, lvl))) for p, lvl in runs]
+    # one play per round: what a driver writes to files and reads back, in any order
+    on_disk = json.dumps([m.to_dict() for m in recorded])
+    back = [Measurement.from_dict(d) for d in json.loads(on_disk)]
+    random.Random(0).shuffle(back)
+    done: list[Measurement] = []
+    for runs in seen:
+        assert next_round(grid(), done, strategy) == runs
+        keys = {(p.point_id, lvl) for p, lvl in runs}
+        done += [m for m in back if (m.point_id, m.level) in keys]
+    assert next_round(grid(), done, strategy) == []
+    in_memory, _ = search(grid(), measure, strategy, measurements=back)
+    assert in_memory.best == replay(grid(), done, strategy).best
+
+
+def test_a_partly_recorded_round_resumes_with_what_is_missing() -> None:
+    strategy = Halving()
+    first = next_round(grid(), [], strategy)
+    partial = [Measurement(p.point_id, lvl, (1.0,)) for p, lvl in first[:5]]
+    assert next_round(grid(), partial, strategy) == first[5:]
+    state = replay(grid(), partial, strategy)
+    assert not state.done and state.best is None
+
+
+def test_measurement_from_dict_refuses_non_finite_values() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        Measurement.from_dict({"point": "x", "level": 0, "values": ["nan"]})
+
+
+# ---------------------------------------------------------------- accounting
+
+
+def test_accounting_against_the_full_grid() -> None:
+    pts = grid()
+    values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
+    state, _ = search(pts, table(values), Halving(eta=3, levels=3))
+    load = {p.point_id: 300.0 for p in pts}
+    load[pts[11].point_id] = 420.0
+    acc = account(state, load, [60.0, 240.0, 900.0])
+    # halving: 12 loads (one 420) + 12 screens; round 1: 3 loads, 4 x 240; round 2: 1 load
+    # (pts[11] again, 420), 2 x 900
+    halving = 11 * 300 + 420 + 12 * 60 + 3 * 300 + 4 * 240 + 420 + 2 * 900
+    assert (acc.halving.restarts, acc.halving.seconds) == (16, halving)
+    assert (acc.grid.restarts, acc.grid.seconds) == (12, 11 * 300 + 420 + 12 * 900)
+    assert acc.line() == (
+        f"halving: 16 restarts, {halving} s; full grid would be 12 restarts, "
+        f"{11 * 300 + 420 + 12 * 900} s"
+    )
+
+
+def test_accounting_fills_unmeasured_loads_with_the_median_and_checks_levels() -> None:
+    state, _ = search(grid(), noisy(2), Halving(eta=3, max_restarts=4))
+    acc = account(state, {grid()[0].point_id: 100.0}, [1.0, 2.0, 3.0])
+    assert acc.grid.seconds == 12 * (100.0 + 3.0)
+    with pytest.raises(ValueError, match="one figure per level"):
+        account(state, 100.0, [1.0, 2.0])
