@@ -133,17 +133,24 @@ if [ -n "$needs_realhost" ]; then
   fi
 fi
 
-# One scenario; output lines carry the scenario's name when lanes run side by side.
+# One scenario. With one lane its output streams as it comes (STREAM=1); with several, each log is
+# printed whole when its scenario ends.
 run_scenario() {
-  local name=$1 port=$2 start=$SECONDS
+  local name=$1 port=$2 start=$SECONDS rc
   if [ -f "$logdir/$name.result" ]; then
     echo "=== $name: FAILED (its host image did not build)"
     return
   fi
   echo "=== molecule test -s $name (127.0.0.1:$port)"
   remove_instances "$name"
-  if SGLANG_TESTHOST_PORT=$port molecule test -s "$name" >"$logdir/$name.log" 2>&1 \
-      < /dev/null; then
+  if [ "${STREAM:-0}" = 1 ]; then
+    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | tee "$logdir/$name.log"
+    rc=${PIPESTATUS[0]}
+  else
+    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" >"$logdir/$name.log" 2>&1 < /dev/null
+    rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
     echo passed >"$logdir/$name.result"
     echo "=== $name: passed in $((SECONDS - start)) s"
   else
@@ -153,18 +160,15 @@ run_scenario() {
       echo "--- containers, and the controller's NAT rules for port $port:"
       podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}'
       nft list ruleset 2>/dev/null | grep -E "dport $port( |$)" || true
-    } >>"$logdir/$name.log" 2>&1
+    } 2>&1 | tee -a "$logdir/$name.log"
     # molecule destroys on failure by default; make sure nothing blocks the next scenario.
     remove_instances "$name"
   fi
 }
 
 if [ "$jobs" -eq 1 ]; then
-  # One lane: the scenario's output streams as it comes.
   for name in ${lanes[0]}; do
-    run_scenario "$name" "${ports[0]}" &
-    tail --pid=$! -n +1 -F "$logdir/$name.log" 2>/dev/null &
-    wait
+    STREAM=1 run_scenario "$name" "${ports[0]}"
   done
 else
   for i in "${!lanes[@]}"; do
