@@ -13,6 +13,7 @@ results/<sweep>/.attempts/            earlier failed attempts of points that lat
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -74,3 +75,15 @@ def clear_staging(sweep_dir: Path) -> None:
     the previous run's stop_on_failure is for that run only: a rerun retries its points."""
     shutil.rmtree(sweep_dir / STAGING, ignore_errors=True)
     (sweep_dir / STOP).unlink(missing_ok=True)
+
+
+def install_point(sweep_dir: Path, point_id: str, staging: Path, stamp: float) -> Path:
+    """Renames a staged point directory into place; a directory already there (an earlier
+    attempt) is moved aside under .attempts/, never overwritten."""
+    target = sweep_dir / point_id
+    if target.exists():
+        aside = sweep_dir / ATTEMPTS / f"{point_id}-{int(stamp)}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(target, aside)
+    os.replace(staging, target)
+    return target

@@ -103,12 +103,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
                 "identity": point.get("identity"),
             },
         )
-        target = sweep_dir / pid
-        if target.exists():
-            aside = sweep_dir / layout.ATTEMPTS / f"{pid}-{int(finished)}"
-            aside.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(target, aside)
-        os.replace(staging, target)
+        target = layout.install_point(sweep_dir, pid, staging, finished)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -121,11 +121,6 @@ def adopt(source: Path, sweep_dir: Path, point_id: str, key: str) -> Path:
         reused_from={**origin(source), "dir": str(source), "reused": time.time()},
     )
     write_json(staging / layout.POINT_FILE, meta)
-    target = sweep_dir / point_id
-    if target.exists():
-        aside = sweep_dir / layout.ATTEMPTS / f"{point_id}-{int(time.time())}"
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(target, aside)
-    os.replace(staging, target)
+    target = layout.install_point(sweep_dir, point_id, staging, time.time())
     register(sweep_dir.parent, key, target)
     return target

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from test_sglang_server_filters import config
 from test_sweep_fakes import archive, plan_input
 
 from sweep import layout, plan, record, store
@@ -17,25 +18,8 @@ DIALECTS = yaml.safe_load(plan.DIALECTS_FILE.read_text())["sglang_server_dialect
 CAPABILITIES: dict[str, Any] = {
     "dialect": DIALECTS["ddtree"],
     "block_size": 16,
-    "config": {
-        "model_path": "/srv/models/target",
-        "served_model_name": "",
-        "draft_model_path": "/srv/models/drafter",
-        "tp_size": 8,
-        "host": "0.0.0.0",
-        "port": 30000,
-        "context_length": 0,
-        "mem_fraction_static": 0,
-        "cuda_graph_max_bs": 0,
-        "max_running_requests": 0,
-        "enable_metrics": True,
-        "speculative_algorithm": "DDTREE",
-        "budget": 16,
-        "topk": 4,
-        "window": 2048,
-        "extra_flags": [],
-        "block_size": 16,
-    },
+    # the role's launch config as preflight publishes it (the filter tests' own example)
+    "config": config(enable_metrics=True, speculative_algorithm="DDTREE", topk=4, block_size=16),
     "identity": {
         "hardware": "8x NVIDIA RTX PRO 6000 Blackwell Server Edition",
         "build": "0123abcd",
