@@ -302,6 +302,13 @@ invocation_id:
   returned: always
   type: str
   sample: 6c1a0f2d8e8f4b56b0a6d40c1f0e2f11
+restarted_from:
+  description:
+    - The run this call waited to see replaced (O(previous_pid), O(previous_invocation)); V(null)
+      when neither was given, i.e. the call only confirmed the running server.
+  returned: always
+  type: dict
+  sample: {pid: 48001, invocation_id: 0f3b2c8e9a7d4e21b5c6d7e8f9a0b1c2}
 server_info:
   description:
     - The O(expect) keys and a fixed safe subset of C(/server_info) (version, model_path,
@@ -1265,6 +1272,11 @@ class ReadinessChecker:
 
     # -- results -----------------------------------------------------------------------------
 
+    def restarted_from(self) -> dict[str, Any] | None:
+        if self.s.previous_pid is None and not self.s.previous_invocation:
+            return None
+        return {"pid": self.s.previous_pid, "invocation_id": self.s.previous_invocation}
+
     def result(self, state: UnitState | None, ready: bool) -> dict[str, Any]:
         out: dict[str, Any] = {
             "changed": False,
@@ -1274,6 +1286,7 @@ class ReadinessChecker:
             "phases": dict(self.phases),
             "pid": state.main_pid if state else None,
             "invocation_id": state.invocation if state else None,
+            "restarted_from": self.restarted_from(),
             "server_info_endpoint": self.server_info_path,
             "health_endpoint": self.health_paths[0],
             "verified": self.verified(),

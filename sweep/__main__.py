@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,12 @@ def _run(a: argparse.Namespace) -> int:
         from sweep import claims
 
         alive = None if a.alive is None else [h for h in a.alive.split(",") if h]
-        print(json.dumps(claims.claim(a.sweep_dir, a.point, a.host, alive)))
+        # `started`: the point's start on the controller's clock (journal --since, timings)
+        print(
+            json.dumps(
+                {**claims.claim(a.sweep_dir, a.point, a.host, alive), "started": time.time()}
+            )
+        )
         return 0
     if a.command in ("finish-point", "fail-point"):
         from sweep import progress, record

@@ -168,6 +168,7 @@ def test_stale_draining_server_is_never_ready_until_the_new_one_is(
     r = run.result
     assert r["ready"] is True and r["changed"] is False
     assert (r["pid"], r["invocation_id"]) == (200, "new-inv")
+    assert r["restarted_from"] == {"pid": 100, "invocation_id": "old-inv"}
     phases = r["phases"]
     assert 3.05 <= phases["old_gone"] <= phases["port_bound"]
     assert 6.0 <= phases["port_bound"] <= phases["config_matched"] <= phases["healthy"]
@@ -222,6 +223,7 @@ def test_url_only_mode_waits_for_the_new_config(host: FakeHost, server: Scripted
     assert not run.failed, run.msg
     r = run.result
     assert r["pid"] is None and r["invocation_id"] is None and "unit" not in r
+    assert r["restarted_from"] is None
     assert r["phases"]["old_gone"] is None and r["phases"]["port_bound"] is None
     assert r["phases"]["config_matched"] >= 4.0
     assert run.systemd.shows == 0

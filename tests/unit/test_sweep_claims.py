@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from pathlib import Path
+
+import pytest
 
 from sweep import claims, layout
 
@@ -71,3 +74,17 @@ def test_a_new_run_starts_with_no_claims(tmp_path: Path) -> None:
     claims.claim(d, "p", "a")
     claims.clear(d)
     assert claims.claim(d, "p", "b")["state"] == "claimed"
+
+
+def test_the_claim_command_stamps_the_points_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sweep.__main__ import main
+
+    d = sweep(tmp_path)
+    before = time.time()
+    assert main(["claim", str(d), "p", "a"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mine"] is True and out["state"] == "claimed"
+    # the point's timings and the journal read on failure count from here
+    assert before <= out["started"] <= time.time()
