@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("point")
     s.add_argument("host")
     s.add_argument("--alive", help="take-over pass: the play's hosts, comma-separated")
+    s.add_argument("--only", help="the hosts that may run the point, comma-separated")
 
     s = command("finish-point", "record a complete point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
@@ -93,7 +94,11 @@ def _run(a: argparse.Namespace) -> int:
         from sweep import progress
 
         plan = plan_mod.make_plan(_stdin_json())
-        if not a.dry_run:
+        if not a.dry_run and plan.search_file is not None and plan.search is not None:
+            from sweep import halving
+
+            halving.write_search_file(plan.search_file, plan.search)
+        if not a.dry_run and not plan.idle:
             plan_mod.record_run(plan)
             progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
         print(json.dumps(plan.to_dict()))
@@ -102,10 +107,11 @@ def _run(a: argparse.Namespace) -> int:
         from sweep import claims
 
         alive = None if a.alive is None else [h for h in a.alive.split(",") if h]
+        only = None if a.only is None else [h for h in a.only.split(",") if h]
         # `started`: the point's start on the controller's clock (journal --since, timings)
         print(
             json.dumps(
-                {**claims.claim(a.sweep_dir, a.point, a.host, alive), "started": time.time()}
+                {**claims.claim(a.sweep_dir, a.point, a.host, alive, only), "started": time.time()}
             )
         )
         return 0

@@ -52,14 +52,21 @@ def _failed_this_run(sweep_dir: Path, point_id: str) -> bool:
 
 
 def claim(
-    sweep_dir: Path, point_id: str, host: str, alive: list[str] | None = None
+    sweep_dir: Path,
+    point_id: str,
+    host: str,
+    alive: list[str] | None = None,
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
     """{"mine": bool, "state": ...}: `claimed` (new), `held` (this host's already), `taken_over`
     (from a lost host), `taken` (another live host has it), `done` (complete) or `failed` (failed in
     this run: retried by the next run, not by another host). `alive` (the take-over pass): the
-    play's hosts; a claim held by any other host is taken over."""
+    play's hosts; a claim held by any other host is taken over. `only`: the hosts that may run the
+    point (a baseline of one hardware class); any other host gets `elsewhere`."""
     if layout.point_status(sweep_dir, point_id) == "complete":
         return {"mine": False, "state": "done"}
+    if only is not None and host not in only:
+        return {"mine": False, "state": "elsewhere"}
     (sweep_dir / CLAIMS).mkdir(parents=True, exist_ok=True)
     generations = _generations(sweep_dir, point_id)
     if not generations:

@@ -44,6 +44,7 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "sglang_sweep_name": "",
     "sglang_sweep_results_dir": "results",
 }
+SEARCHES = ("grid", "halving")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -59,6 +60,8 @@ class Point:
     topk: int
     window: int
     env: tuple[tuple[str, str], ...] = ()
+    # a hardware class: only hosts of that class run the point (a baseline per class)
+    pin: str = ""
 
     @property
     def is_baseline(self) -> bool:
@@ -75,10 +78,20 @@ class Point:
         if self.env:
             digest = hashlib.sha256(json.dumps(self.env).encode()).hexdigest()[:8]
             base += f"-env{digest}"
+        if self.pin:
+            base += "-" + _slug(self.pin)
         return base
 
     def sort_key(self) -> tuple[Any, ...]:
-        return (not self.is_baseline, self.algorithm, self.window, self.topk, self.budget, self.env)
+        return (
+            not self.is_baseline,
+            self.algorithm,
+            self.window,
+            self.topk,
+            self.budget,
+            self.env,
+            self.pin,
+        )
 
     def server(self) -> dict[str, Any]:
         return {
@@ -88,6 +101,28 @@ class Point:
             "window": self.window,
             "env": dict(self.env),
         }
+
+
+def _slug(text: str) -> str:
+    """A hardware class as part of a point id: lower case letters, digits and '-', plus a short
+    digest so that two classes never share one."""
+    words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-")
+    return f"{words}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def pin_baselines(points: list[Point], hosts: list[str], classes: dict[str, str]) -> list[Point]:
+    """With hosts of more than one hardware class, one baseline per class, run by that class's
+    hosts: each point's speed-up is then against the baseline of the class it was measured on."""
+    distinct = list(dict.fromkeys(classes.get(h, "") for h in hosts))
+    if len(distinct) < 2 or "" in distinct:
+        return points
+    out: list[Point] = []
+    for p in points:
+        if p.is_baseline and not p.pin:
+            out += [Point(p.algorithm, p.budget, p.topk, p.window, p.env, c) for c in distinct]
+        else:
+            out.append(p)
+    return sorted(out, key=Point.sort_key)
 
 
 def role_filters() -> Any:
@@ -373,6 +408,14 @@ class Plan:
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)
     # point id -> an earlier complete measurement under the same identity (store.lookup)
     reuse: dict[str, Path] = field(default_factory=dict)
+    round: int = 0
+    # idle: nothing to run in this round; final: no later round has anything to run
+    idle: bool = False
+    final: bool = False
+    # search=halving: the search's state (sweep/halving.py search_info) and where it is kept
+    search: dict[str, Any] | None = None
+    search_file: Path | None = None
+    classes: dict[str, str] = field(default_factory=dict)
 
     @property
     def pending(self) -> list[Point]:
@@ -401,6 +444,8 @@ class Plan:
                 "status": self.status[p.point_id],
                 "identity": self.identities.get(p.point_id),
             }
+            if p.pin:
+                out["hosts"] = [h for h in self.hosts if self.classes.get(h) == p.pin]
             if p.point_id in self.reuse:
                 out["reused_from"] = store.origin(self.reuse[p.point_id])
             return out
@@ -416,7 +461,10 @@ class Plan:
             },
             "points": [point(p) for p in self.points],
             # every host walks this queue, claiming each point before running it (sweep/claims.py)
-            "queue": [point(p) for p in self.pending],
+            "queue": [] if self.idle else [point(p) for p in self.pending],
+            "round": self.round,
+            "final": self.final,
+            "search": self.search,
             "hosts": self.hosts,
             "summary": self.summary(),
         }
@@ -465,6 +513,8 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_plan(inp: dict[str, Any]) -> Plan:
+    """The plan of one round (`round`, default 0): a grid sweep is one round, a halving search
+    one round per level (sweep/halving.py); a round with nothing left to run is idle."""
     cli = inp.get("cli") or {}
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     hosts = [str(h) for h in inp.get("hosts") or []]
@@ -472,19 +522,56 @@ def make_plan(inp: dict[str, Any]) -> Plan:
         raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     points = expand(cli, inventory, inp.get("server"))
     bench = bench_params(cli, inventory)
-    report_objective(cli)  # checked now: the report runs after every point
-    search = str(cli.get("search") or "grid")
-    if search != "grid":
-        raise SweepInputError(
-            f"search={search}: sweep.yml runs search=grid only; successive halving is in "
-            "sweep/search.py (benchmarks/halving_vs_grid.py) but not driven by the playbook yet"
-        )
+    objective = report_objective(cli)  # checked now: the report runs after every point
+    search_name = str(cli.get("search") or "grid")
+    if search_name not in SEARCHES:
+        raise SweepInputError(f"search={search_name}: choose one of {', '.join(SEARCHES)}")
+    round_index = int(inp.get("round") or 0)
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
     root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
     sweep_dir = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve() / name
+    stop = as_bool(
+        "stop_on_failure",
+        cli.get("stop_on_failure"),
+        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
+    )
+    fresh = as_bool("fresh", cli.get("fresh"), False)
+    classes = {str(h): str(c) for h, c in (inp.get("classes") or {}).items()}
+    points = pin_baselines(points, hosts, classes)  # after the name: it is the host set's
+    by_class: dict[str, dict[str, Any]] = {}
+    for h, caps in (inp.get("capabilities") or {}).items():
+        if str(h) in classes and isinstance(caps, dict):
+            by_class.setdefault(classes[str(h)], caps)
+    level = _LevelInput(hosts, stop, inp.get("server") or {}, fresh, classes, by_class)
+    if search_name == "grid":
+        plan = _level_plan(level, name, sweep_dir, bench, points)
+        plan.round = round_index
+        plan.idle = round_index > 0  # one round: later ones have nothing to do
+        plan.final = True
+        return plan
+    plan = _halving_plan(level, cli, objective, round_index, sweep_dir, bench, points)
+    plan.round = round_index
+    return plan
+
+
+@dataclass(frozen=True)
+class _LevelInput:
+    hosts: list[str]
+    stop_on_failure: bool
+    capabilities: dict[str, Any]
+    fresh: bool
+    # host -> hardware class, and the capabilities a host of each class published
+    classes: dict[str, str] = field(default_factory=dict)
+    by_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _level_plan(
+    inp: _LevelInput, name: str, sweep_dir: Path, bench: dict[str, Any], points: list[Point]
+) -> Plan:
+    """The plan of `points` in one sweep directory with one set of bench parameters."""
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
         raise SweepInputError(
@@ -494,9 +581,9 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     status: dict[str, str] = {
         p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points
     }
-    identities = point_identities(points, inp.get("server") or {}, bench)
+    identities = point_identities(points, inp.capabilities, bench, inp.by_class)
     reuse: dict[str, Path] = {}
-    if not as_bool("fresh", cli.get("fresh"), False):
+    if not inp.fresh:
         for p in points:
             ident = identities.get(p.point_id)
             if status[p.point_id] != "complete" and ident:
@@ -504,22 +591,67 @@ def make_plan(inp: dict[str, Any]) -> Plan:
                 if found is not None and found != sweep_dir / p.point_id:
                     reuse[p.point_id] = found
                     status[p.point_id] = "reused"
-    stop = as_bool(
-        "stop_on_failure",
-        cli.get("stop_on_failure"),
-        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
-    )
     return Plan(
         name,
         sweep_dir,
         bench,
         points,
         status,
-        hosts,
-        stop,
+        inp.hosts,
+        inp.stop_on_failure,
         identities=identities,
         reuse=reuse,
+        classes=inp.classes,
     )
+
+
+def _halving_plan(
+    inp: _LevelInput,
+    cli: dict[str, Any],
+    objective_cli: dict[str, Any],
+    round_index: int,
+    sweep_dir: Path,
+    bench: dict[str, Any],
+    points: list[Point],
+) -> Plan:
+    """This round of the halving search: the level its pending runs are at, in its own sweep
+    directory; when the search is over (or stopped), the final level's sweep, idle."""
+    from sweep import halving, objectives, search
+
+    objective = objectives.make(
+        objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
+    )
+    try:
+        strat = halving.strategy(cli, objective)
+    except halving.HalvingInputError as e:
+        raise SweepInputError(str(e)) from None
+    searched = [p for p in points if not p.is_baseline]
+    baseline = [p for p in points if p.is_baseline]
+    if not searched:
+        raise SweepInputError("search=halving: no point to search (only the baseline)")
+    since = halving.invocation_start(sweep_dir, round_index)
+    measured = halving.measurements(searched, sweep_dir, strat, objective, since)
+    state = search.replay(searched, measured, strat)
+    stopped = round_index > 0 and halving.stopped(sweep_dir, strat.levels, since)
+    info = halving.search_info(sweep_dir, strat, since, state, stopped)
+    last = strat.last_level
+    if state.pending and not stopped:
+        lv = state.pending[0].level
+        todo = [r.point for r in state.pending] + (baseline if lv == last else [])
+        plan = _level_plan(
+            inp,
+            halving.level_name(sweep_dir.name, lv, strat.levels),
+            halving.level_dir(sweep_dir, lv, strat.levels),
+            halving.level_bench(bench, lv, strat.levels),
+            todo,
+        )
+    else:
+        finals = [r.point for rnd in state.rounds if rnd.level == last for r in rnd.runs]
+        plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
+        plan.idle = plan.final = True
+    plan.search = info
+    plan.search_file = sweep_dir / halving.SEARCH_FILE
+    return plan
 
 
 def report_objective(cli: dict[str, Any]) -> dict[str, Any]:
@@ -548,18 +680,30 @@ def report_objective(cli: dict[str, Any]) -> dict[str, Any]:
 
 
 def point_identities(
-    points: list[Point], capabilities: dict[str, Any], bench: dict[str, Any]
+    points: list[Point],
+    capabilities: dict[str, Any],
+    bench: dict[str, Any],
+    by_class: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Each point's measurement identity on the first host (sweep/store.py), with its digest."""
-    if not capabilities.get("identity"):
-        return {}
+    """Each point's measurement identity (sweep/store.py), with its digest: on the first host
+    (`capabilities`), or for a point pinned to a hardware class on a host of that class. With
+    `by_class`, also `by_class`: the identity under every class, so that a point is recorded
+    under the class of the host that measured it."""
     launch = role_filters().sglang_server_launch
     version = wheelhouse.source_hash(ROLES.parent)
+
+    def one(p: Point, caps: dict[str, Any]) -> dict[str, Any] | None:
+        ident = store.point_identity(p.server(), caps, bench, version, launch)
+        return None if ident is None else {**ident, "digest": store.digest(ident)}
+
     out: dict[str, dict[str, Any]] = {}
     for p in points:
-        ident = store.point_identity(p.server(), capabilities, bench, version, launch)
-        if ident is not None:
-            out[p.point_id] = {**ident, "digest": store.digest(ident)}
+        ident = one(p, (by_class or {}).get(p.pin, {}) if p.pin else capabilities)
+        if ident is None:
+            continue
+        if by_class:
+            ident["by_class"] = {c: i for c, caps in by_class.items() if (i := one(p, caps))}
+        out[p.point_id] = ident
     return out
 
 

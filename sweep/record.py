@@ -100,7 +100,8 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
                 },
                 "cells": cells,
                 "failed_attempts": int(previous.get("attempt") or 0),
-                "identity": point.get("identity"),
+                "host_class": info.get("host_class"),
+                "identity": measured_identity(point, info.get("host_class")),
             },
         )
         target = layout.install_point(sweep_dir, pid, staging, finished)
@@ -108,10 +109,23 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     archive.unlink(missing_ok=True)  # everything it held is in the point directory now
-    identity = point.get("identity") or {}
+    identity = measured_identity(point, info.get("host_class")) or {}
     if identity.get("digest"):
         store.register(sweep_dir.parent, str(identity["digest"]), target)
     return target
+
+
+def measured_identity(point: dict[str, Any], host_class: Any) -> dict[str, Any] | None:
+    """The identity the measurement holds: the plan's, or, when the plan gave one per hardware
+    class (hosts of several classes), the one of the class of the host that measured it."""
+    identity = point.get("identity")
+    if not isinstance(identity, dict):
+        return None
+    by_class = identity.get("by_class")
+    if by_class is None:
+        return identity
+    chosen = by_class.get(str(host_class)) if isinstance(by_class, dict) else None
+    return chosen if isinstance(chosen, dict) else None
 
 
 def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:

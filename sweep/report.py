@@ -20,6 +20,7 @@ from bench.records import aggregate_points, load_records, write_atomic
 from bench.speedup import compare
 from sweep import layout
 from sweep import objectives as objectives_mod
+from sweep.halving import SEARCH_FILE
 from sweep.objectives import Objective
 from sweep.record import RECORDS
 from sweep.stats import (
@@ -194,10 +195,16 @@ def rows(
 ) -> list[dict[str, Any]]:
     """One row per point x bench cell (one per point without cells): medians across
     repetitions as before, plus the means and intervals of sweep.stats and the objective's."""
-    base = next((p for p in points if p.baseline and p.status == "complete"), None)
-    base_cells = {c["point_id"]: c for c in base.cells} if base else {}
+    bases = [p for p in points if p.baseline and p.status == "complete"]
+    # Hosts of several hardware classes have a baseline each (plan.pin_baselines, ids
+    # baseline-<class>): a point is compared with its own class's only.
+    per_class = any(p.baseline and p.point_id != "baseline" for p in points)
+    by_class = {b.meta.get("host_class"): b for b in bases}
     out = []
     for p in points:
+        own = by_class.get(p.meta.get("host_class"))
+        base = own if per_class else (bases[0] if bases else None)
+        base_cells = {c["point_id"]: c for c in base.cells} if base else {}
         speed = {r["point_id"]: r for r in compare(base.cells, p.cells)} if base else {}
         common = {
             "point": p.point_id,
@@ -455,6 +462,39 @@ def _best_line(c: dict[str, Any], objective: Objective) -> str:
     return f"{where}: {c['winner']} {best} {unit}{speedup}"
 
 
+def _search_lines(search: dict[str, Any]) -> list[str]:
+    """report.md's section on a halving search (sweep/halving.py's search.json)."""
+    st = search.get("strategy") or {}
+    lines = [
+        "## Search",
+        "",
+        f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
+        f"{st.get('max_restarts') or 'none'}): the points above are the finalists, measured with "
+        "the full bench; the screening runs are in the sibling sweeps `<sweep>.screen<level>`.",
+        "",
+        *[f"- {line}" for line in search.get("rounds") or []],
+        "",
+    ]
+    cost = search.get("cost")
+    if cost:
+        lines.append(f"Cost (from the recorded load and bench times): {cost['line']}.")
+    else:
+        lines.append(
+            f"Restarts: {search.get('restarts')} planned; the full grid: "
+            f"{search.get('grid_restarts')} (no time figures yet)."
+        )
+    return lines
+
+
+def _search_summary(search: dict[str, Any] | None) -> list[str]:
+    if not search:
+        return []
+    cost = search.get("cost")
+    if cost:
+        return [cost["line"]]
+    return [f"halving: {search.get('restarts')} restarts; full grid {search.get('grid_restarts')}"]
+
+
 def write_report(
     sweep_dir: Path,
     with_plots: bool = True,
@@ -474,15 +514,19 @@ def write_report(
 
         plots = write_plots(sweep_dir, table)
     write_atomic(sweep_dir / "summary.csv", to_csv(table))
+    search = layout.read_json(sweep_dir / SEARCH_FILE)
     md = to_markdown(sweep_dir.name, points, table, plots, obj, cells)
+    if search:
+        md += "\n" + "\n".join(_search_lines(search)) + "\n"
     write_atomic(sweep_dir / "report.md", md)
     return {
         "report": str(sweep_dir / "report.md"),
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
-        "incomplete": incomplete(sweep_dir, points),
+        # a halving search's failed runs (this invocation's, at any level) count too
+        "incomplete": incomplete(sweep_dir, points) + list((search or {}).get("failed") or []),
         "objective": obj.name,
-        "best": [_best_line(c, obj) for c in cells],
+        "best": [_best_line(c, obj) for c in cells] + _search_summary(search),
         "cells": cells,
     }

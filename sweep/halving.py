@@ -1,0 +1,225 @@
+"""`sweep.yml -e search=halving`: successive halving (sweep/search.py's rules) driven one round
+per planning call, over what the level's sweeps on disk recorded.
+
+- Levels: the last level is the sweep's own bench matrix, recorded in the sweep's directory like
+  a grid sweep's points (the report, `winner` and deploy.yml read it as they read any sweep).
+  A screening level runs the same cells with output lengths halved once per level below the last
+  (at least MIN_OUTPUT_LEN tokens), recorded in its own sibling sweep `<sweep>.screen<level>`
+  (so a later sweep reuses a screening run as it reuses any point, sweep/store.py).
+- A run's value for the search, one per repetition: the geometric mean over the level's cells of
+  the report's objective (throughput, TPOT p50 or goodput, sweep/objectives.py), scale-free
+  across concurrencies. A point whose record gives no value counts as failed.
+- The baseline is not searched: it runs once, at the last level, after the finalists.
+- Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
+  this invocation (round 0 stamps the invocation in search.json), so a rerun retries it as a grid
+  rerun retries a failed point. After a stop_on_failure stop no later round runs.
+- `search.json` in the sweep's directory: the strategy, the rounds so far (search.describe), the
+  failed runs, and, once the search is over, restarts and time against the full grid
+  (search.account, from the recorded load and bench times).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.records import load_records, write_json
+from sweep import layout, search
+from sweep.objectives import Objective
+from sweep.record import RECORDS
+
+SEARCH_FILE = "search.json"
+MIN_OUTPUT_LEN = 16
+MAX_LEVELS = 3  # sweep.yml plans at most this many rounds in one invocation
+
+
+class HalvingInputError(ValueError):
+    pass
+
+
+def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
+    ok = isinstance(raw, int) and not isinstance(raw, bool)
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw, ok = int(raw.strip()), True
+    if not ok or raw < low or (high is not None and raw > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise HalvingInputError(f"{name}={raw}: must be an integer {bound}")
+    return int(raw)
+
+
+def strategy(cli: dict[str, Any], objective: Objective) -> search.Halving:
+    """The search's settings from the command line: halving_eta (keep 1/eta per round, default
+    3), halving_levels (2 or 3, default 2: one screening level), max_restarts (no limit)."""
+
+    def given(key: str) -> Any:
+        raw = cli.get(key)
+        return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
+
+    eta_raw = given("halving_eta")
+    try:
+        eta = 3.0 if eta_raw is None else float(eta_raw)
+    except (TypeError, ValueError):
+        raise HalvingInputError(f"halving_eta={eta_raw}: not a number") from None
+    levels_raw = given("halving_levels")
+    levels = 2 if levels_raw is None else _int("halving_levels", levels_raw, 2, MAX_LEVELS)
+    budget_raw = given("max_restarts")
+    budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
+    try:
+        return search.Halving(eta, levels, budget, objective.higher_is_better)
+    except ValueError as e:
+        raise HalvingInputError(str(e).replace("eta=", "halving_eta=", 1)) from None
+
+
+def level_bench(bench: dict[str, Any], level: int, levels: int) -> dict[str, Any]:
+    """The bench parameters of a level: the sweep's own at the last, shorter outputs below."""
+    if level == levels - 1:
+        return bench
+    factor = 2 ** (levels - 1 - level)
+    shorter = sorted({max(MIN_OUTPUT_LEN, int(n) // factor) for n in bench["output_len"]})
+    return {**bench, "output_len": shorter}
+
+
+def level_name(name: str, level: int, levels: int) -> str:
+    return name if level == levels - 1 else f"{name}.screen{level}"
+
+
+def level_dir(sweep_dir: Path, level: int, levels: int) -> Path:
+    return sweep_dir.with_name(level_name(sweep_dir.name, level, levels))
+
+
+def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
+    """One value per repetition: the geometric mean of the objective over the run's cells (0
+    when a cell's value is 0); () when the record has none."""
+    try:
+        records = load_records(point_dir / RECORDS)
+    except (OSError, ValueError):
+        return ()
+    per_cell = objective.observations(point_dir / RECORDS, records)
+    if not per_cell:
+        return ()
+    reps = min(len(v) for v in per_cell.values())
+    out = []
+    for i in range(reps):
+        values = [vs[i] for vs in per_cell.values()]
+        if min(values) <= 0:
+            out.append(0.0)
+        else:
+            out.append(math.exp(statistics.fmean(math.log(v) for v in values)))
+    return tuple(out)
+
+
+def _failed_since(sweep_dir: Path, point_id: str, since: float) -> bool:
+    failure = layout.read_json(sweep_dir / point_id / layout.FAILURE_FILE) or {}
+    return float((failure.get("timings") or {}).get("finished") or 0) >= since
+
+
+def measurements(
+    points: Sequence[Any],
+    sweep_dir: Path,
+    strat: search.Halving,
+    objective: Objective,
+    since: float,
+) -> list[search.Measurement]:
+    """What the level sweeps recorded for `points`: complete runs, and runs failed since `since`."""
+    out = []
+    for level in range(strat.levels):
+        d = level_dir(sweep_dir, level, strat.levels)
+        for p in points:
+            status = layout.point_status(d, p.point_id)
+            if status == "complete":
+                out.append(
+                    search.Measurement(p.point_id, level, run_values(d / p.point_id, objective))
+                )
+            elif status == "failed" and _failed_since(d, p.point_id, since):
+                out.append(search.Measurement(p.point_id, level, ()))
+    return out
+
+
+def _timings(d: Path, point_id: str) -> dict[str, Any]:
+    return (layout.read_json(d / point_id / layout.POINT_FILE) or {}).get("timings") or {}
+
+
+def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting | None:
+    """Restarts and seconds of the search against the full grid, from the recorded load times
+    (of the runs that restarted) and the median bench time of each level; None before any run
+    at the last level."""
+    levels = state.strategy.levels
+    loads: dict[str, float] = {}
+    bench: list[list[float]] = [[] for _ in range(levels)]
+    for rnd in state.rounds:
+        d = level_dir(sweep_dir, rnd.level, levels)
+        for run in rnd.runs:
+            t = _timings(d, run.point.point_id)
+            if t.get("restarted") and isinstance(t.get("load_s"), (int, float)):
+                loads.setdefault(run.point.point_id, float(t["load_s"]))
+            if isinstance(t.get("bench_s"), (int, float)):
+                bench[rnd.level].append(float(t["bench_s"]))
+    if not bench[-1] or not loads:
+        return None
+    per_level = [statistics.median(b) if b else 0.0 for b in bench]
+    return search.account(state, loads, per_level)
+
+
+def search_info(
+    sweep_dir: Path,
+    strat: search.Halving,
+    started: float,
+    state: search.State[Any],
+    stopped: bool,
+) -> dict[str, Any]:
+    failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
+    info: dict[str, Any] = {
+        "search": "halving",
+        "strategy": {
+            "eta": strat.eta,
+            "levels": strat.levels,
+            "max_restarts": strat.max_restarts,
+            "higher_is_better": strat.higher_is_better,
+        },
+        "started": started,
+        "done": state.done or stopped,
+        "stopped": stopped,
+        "rounds": search.describe(state),
+        "restarts": state.restarts,
+        "grid_restarts": len(state.points),
+        "failed": failed,
+        "best": state.best.point_id if state.best is not None else None,
+    }
+    if state.done:
+        acc = accounting(state, sweep_dir)
+        if acc is not None:
+            info["cost"] = {
+                "line": acc.line(),
+                "halving": {"restarts": acc.halving.restarts, "seconds": acc.halving.seconds},
+                "grid": {"restarts": acc.grid.restarts, "seconds": acc.grid.seconds},
+            }
+    return info
+
+
+def write_search_file(path: Path, info: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, info)
+
+
+def invocation_start(sweep_dir: Path, round_index: int) -> float:
+    """Round 0 starts an invocation; later rounds belong to the one search.json records."""
+    if round_index == 0:
+        return time.time()
+    info = layout.read_json(sweep_dir / SEARCH_FILE) or {}
+    return float(info.get("started") or time.time())
+
+
+def stopped(sweep_dir: Path, levels: int, since: float) -> bool:
+    """A stop_on_failure stop in this invocation: a level's marker written since it started."""
+    for lv in range(levels):
+        marker = level_dir(sweep_dir, lv, levels) / layout.STOP
+        try:
+            if marker.stat().st_mtime >= since:
+                return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,206 @@
+"""sweep.halving: search=halving planned one round at a time from the level sweeps on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_sweep_fakes import plan_input
+from test_sweep_report import _rep_point
+
+from bench.records import write_json
+from sweep import halving, layout, objectives
+from sweep.__main__ import main
+from sweep.plan import make_plan
+from sweep.report import write_report
+
+GRID = {"budget": "4,8", "topk": "2,4", "search": "halving", "halving_eta": 2}
+THROUGHPUT = objectives.make()
+
+
+def server(pid: str) -> dict[str, Any]:
+    if pid == "baseline":
+        return {"algorithm": "NONE", "budget": 16, "topk": 4, "window": 2048}
+    _, b, k, w = pid.split("-")
+    return {"algorithm": "DDTREE", "budget": int(b[1:]), "topk": int(k[1:]), "window": int(w[1:])}
+
+
+def measure(d: Path, pid: str, mean: float, load_s: float = 10.0, bench_s: float = 5.0) -> None:
+    """A complete run of `pid` in sweep dir `d`: three repetitions around `mean` tok/s."""
+    _rep_point(d, pid, [mean - 1.0, mean, mean + 1.0], server=server(pid))
+    meta = layout.read_json(d / pid / layout.POINT_FILE) or {}
+    timings = {"restarted": True, "load_s": load_s, "bench_s": bench_s, "finished": time.time()}
+    write_json(d / pid / layout.POINT_FILE, {**meta, "timings": timings})
+
+
+def fail(d: Path, pid: str, finished: float) -> None:
+    (d / pid).mkdir(parents=True)
+    write_json(
+        d / pid / layout.FAILURE_FILE, {"status": "failed", "timings": {"finished": finished}}
+    )
+
+
+def plan_round(tmp: Path, round_index: int, **cli: Any) -> dict[str, Any]:
+    """`python -m sweep plan` as the playbook calls it (records the run, writes search.json)."""
+    inp = {**plan_input(tmp, **{**GRID, "sweep_name": "s", **cli}), "round": round_index}
+    path = tmp / f"plan-{round_index}.json"
+    path.write_text(json.dumps(inp))
+    with open(path) as f, pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.stdin", f)
+        out_path = tmp / f"out-{round_index}.json"
+        with open(out_path, "w") as out, pytest.MonkeyPatch.context() as mp2:
+            mp2.setattr("sys.stdout", out)
+            assert main(["plan"]) == 0
+    return json.loads(out_path.read_text())
+
+
+SPEEDS = {
+    "ddtree-b4-k2-w2048": 100.0,
+    "ddtree-b8-k2-w2048": 190.0,
+    "ddtree-b4-k4-w2048": 120.0,
+    "ddtree-b8-k4-w2048": 200.0,
+}
+
+
+def test_strategy_defaults_and_bounds() -> None:
+    s = halving.strategy({}, THROUGHPUT)
+    assert (s.eta, s.levels, s.max_restarts, s.higher_is_better) == (3.0, 2, None, True)
+    s = halving.strategy({"halving_levels": "3", "max_restarts": 7}, objectives.make("tpot"))
+    assert (s.levels, s.max_restarts, s.higher_is_better) == (3, 7, False)
+    for cli, named in [
+        ({"halving_levels": 1}, "halving_levels=1"),
+        ({"halving_levels": 4}, "halving_levels=4"),
+        ({"halving_eta": "fast"}, "halving_eta=fast"),
+        ({"halving_eta": 0.5}, "halving_eta=0.5"),
+        ({"max_restarts": 0}, "max_restarts=0"),
+        ({"max_restarts": True}, "max_restarts=True"),
+    ]:
+        with pytest.raises(halving.HalvingInputError, match=named.replace(".", r"\.")):
+            halving.strategy(cli, THROUGHPUT)
+
+
+def test_screening_levels_halve_the_outputs_and_the_last_is_the_sweeps_own() -> None:
+    bench = {"contexts": [512], "concurrency": [1, 8], "output_len": [64, 256], "repetitions": 3}
+    assert halving.level_bench(bench, 2, 3) == bench
+    assert halving.level_bench(bench, 1, 3)["output_len"] == [32, 128]
+    assert halving.level_bench(bench, 0, 3) == {**bench, "output_len": [16, 64]}
+    assert halving.level_bench({**bench, "output_len": [20]}, 0, 3)["output_len"] == [16]
+
+
+def test_a_runs_value_per_repetition_is_the_geometric_mean_over_cells(tmp_path: Path) -> None:
+    from test_sweep_fakes import write_records
+
+    write_records(tmp_path / "p" / "records", 100.0, 2.0)  # 4 cells: 100 and 800 tok/s, twice
+    (value,) = halving.run_values(tmp_path / "p", THROUGHPUT)
+    assert value == pytest.approx((100.0 * 800.0 * 100.0 * 800.0) ** 0.25)
+    assert halving.run_values(tmp_path / "missing", THROUGHPUT) == ()
+
+
+def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
+    tmp_path: Path,
+) -> None:
+    r0 = plan_round(tmp_path, 0)
+    screen = tmp_path / "s.screen0"
+    assert r0["sweep"]["dir"] == str(screen) and not r0["final"]
+    assert [p["id"] for p in r0["queue"]] == list(SPEEDS)  # no baseline while screening
+    assert r0["sweep"]["bench"]["output_len"] == [32]  # the sweep's own 64, halved
+    for pid, speed in SPEEDS.items():
+        measure(screen, pid, speed)
+
+    r1 = plan_round(tmp_path, 1)
+    final = tmp_path / "s"
+    assert r1["sweep"]["dir"] == str(final) and r1["sweep"]["bench"]["output_len"] == [64]
+    # eta 2: the better half, the running configuration (screened last) first, then the baseline
+    assert [p["id"] for p in r1["queue"]] == [
+        "ddtree-b8-k4-w2048",
+        "ddtree-b8-k2-w2048",
+        "baseline",
+    ]
+    for pid in ("ddtree-b8-k4-w2048", "ddtree-b8-k2-w2048"):
+        measure(final, pid, SPEEDS[pid] * 2)
+    measure(final, "baseline", 90.0)
+
+    r2 = plan_round(tmp_path, 2)
+    assert r2["final"] and r2["queue"] == [] and r2["sweep"]["dir"] == str(final)
+    info = json.loads((final / halving.SEARCH_FILE).read_text())
+    assert info["best"] == "ddtree-b8-k4-w2048" and info["done"] and info["failed"] == []
+    # 4 screening starts + the leader re-benched without a restart + the runner-up restarted
+    assert (info["restarts"], info["grid_restarts"]) == (5, 4)
+    assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0)}
+    assert info["cost"]["halving"]["restarts"] == 5
+
+    out = write_report(final, with_plots=False)
+    assert out["incomplete"] == []
+    assert out["best"][-1] == info["cost"]["line"]
+    md = (final / "report.md").read_text()
+    assert "## Search" in md and "round 1 level 1" in md and info["cost"]["line"] in md
+    # what round 2 found is not planned again: its runs were recorded, nothing new started
+    assert len(layout.read_sweep(final)["runs"]) == 1
+
+
+def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan_round(tmp_path, 0)
+    screen = tmp_path / "s.screen0"
+    started = json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())["started"]
+    for pid, speed in list(SPEEDS.items())[1:]:
+        measure(screen, pid, speed)
+    fail(screen, "ddtree-b4-k2-w2048", finished=started + 1)
+    r1 = plan_round(tmp_path, 1)
+    assert "ddtree-b4-k2-w2048" not in [p["id"] for p in r1["queue"]]
+    out = write_report(tmp_path / "s", with_plots=False)
+    assert "ddtree-b4-k2-w2048@L0" in out["incomplete"]
+
+    # a new invocation (round 0) later: the failure is from before it, so it is screened again
+    monkeypatch.setattr(halving, "invocation_start", lambda _dir, _round: started + 60)
+    again = plan_round(tmp_path, 0)
+    assert [p["id"] for p in again["queue"]] == ["ddtree-b4-k2-w2048"]
+    assert again["sweep"]["dir"] == str(screen)
+
+
+def test_a_stop_ends_the_rounds(tmp_path: Path) -> None:
+    plan_round(tmp_path, 0, stop_on_failure=True)
+    screen = tmp_path / "s.screen0"
+    measure(screen, "ddtree-b8-k4-w2048", 200.0)
+    (screen / layout.STOP).write_text("failed\n")
+    r1 = plan_round(tmp_path, 1, stop_on_failure=True)
+    assert r1["final"] and r1["queue"] == []
+    assert json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())["stopped"] is True
+
+
+def test_an_old_stop_marker_does_not_stop_a_new_invocation(tmp_path: Path) -> None:
+    screen = tmp_path / "s.screen0"
+    screen.mkdir()
+    (screen / layout.STOP).write_text("failed\n")
+    os.utime(screen / layout.STOP, (1.0, 1.0))
+    plan_round(tmp_path, 0)
+    for pid, speed in SPEEDS.items():
+        measure(screen, pid, speed)
+    assert plan_round(tmp_path, 1)["queue"]
+
+
+def test_a_grid_is_one_round(tmp_path: Path) -> None:
+    r0 = plan_round(tmp_path, 0, search="grid")
+    assert r0["final"] and len(r0["queue"]) == 5 and r0["search"] is None
+    r1 = plan_round(tmp_path, 1, search="grid")
+    assert r1["queue"] == [] and r1["round"] == 1
+    assert len(layout.read_sweep(tmp_path / "s")["runs"]) == 1  # an idle round records no run
+
+
+def test_max_restarts_caps_the_screening(tmp_path: Path) -> None:
+    r0 = plan_round(tmp_path, 0, max_restarts=2)
+    assert [p["id"] for p in r0["queue"]] == list(SPEEDS)[:2]
+    info = json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())
+    assert any("restart budget" in line for line in info["rounds"])
+
+
+def test_halving_needs_points_to_search(tmp_path: Path) -> None:
+    from sweep.plan import SweepInputError
+
+    with pytest.raises(SweepInputError, match="search=halving"):
+        make_plan(plan_input(tmp_path, search="halving", budget="16", algorithm="NONE"))
