@@ -28,7 +28,7 @@ lint: venv
 	ansible-lint
 
 unit: venv
-	pytest -m "not releases"
+	pytest -m "not releases" -n 3
 
 # Conformance with every real SGLang release (tests/releases): wheels and facts are cached in cache/.
 releases: image venv
