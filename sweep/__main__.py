@@ -179,6 +179,7 @@ def _run(a: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "path": str(path),
+                    "archive": str(wheelhouse.archive(path)),
                     "name": path.name,
                     "built": built,
                     "pip_wheel": wheelhouse.pip_wheel(path),

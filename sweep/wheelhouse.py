@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 PIP_QUIET = ["-q", "--disable-pip-version-check"]
@@ -57,6 +58,25 @@ def wheelhouse_name(project: Path, python_version: str, machine: str) -> str:
 def pip_wheel(wheelhouse: Path) -> str:
     """File name of the pip wheel (hosts run pip from it: no ensurepip needed)."""
     return next(wheelhouse.glob("pip-*.whl")).name
+
+
+def archive(wheelhouse: Path) -> Path:
+    """`<wheelhouse>.tar` beside it (the wheels, flat; written once, atomically): one file to
+    copy to a host instead of one transfer per wheel."""
+    path = wheelhouse.with_name(wheelhouse.name + ".tar")
+    if path.is_file():
+        return path
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        with tarfile.open(tmp, "w") as tar:
+            for f in sorted(wheelhouse.iterdir()):
+                if f.is_file():
+                    tar.add(f, arcname=f.name)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def build(project: Path, cache: Path, python_version: str, machine: str) -> tuple[Path, bool]:

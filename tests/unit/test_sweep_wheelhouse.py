@@ -40,3 +40,22 @@ def test_host_code_or_the_wheels_build_tables_make_a_new_wheelhouse(tmp_path: Pa
     text = (project / "pyproject.toml").read_text()
     (project / "pyproject.toml").write_text(text.replace('version = "0.1.0"', 'version = "0.1.1"'))
     assert source_hash(project) != after_code
+
+
+def test_the_archive_holds_every_wheel_flat_and_is_written_once(tmp_path: Path) -> None:
+    import tarfile
+
+    from sweep.wheelhouse import archive
+
+    wh = tmp_path / "abc-cp311-x86_64"
+    wh.mkdir()
+    for name in ("COMPLETE", "pip-26.3-py3-none-any.whl", "x-1.0-py3-none-any.whl"):
+        (wh / name).write_text(name)
+    path = archive(wh)
+    assert path == tmp_path / "abc-cp311-x86_64.tar"
+    with tarfile.open(path) as tar:
+        assert sorted(tar.getnames()) == sorted(p.name for p in wh.iterdir())
+        assert tar.extractfile("x-1.0-py3-none-any.whl").read() == b"x-1.0-py3-none-any.whl"
+    stamp = path.stat().st_mtime_ns
+    assert archive(wh) == path and path.stat().st_mtime_ns == stamp
+    assert not list(tmp_path.glob(".*"))  # no temporary file left
