@@ -29,9 +29,9 @@ from sweep.stats import (
     TEST_METHOD,
     Estimate,
     cell_estimates,
+    compare_repetitions,
     estimate,
     ratio,
-    welch,
 )
 
 COLUMNS = (
@@ -243,7 +243,14 @@ def _decide(
     ranked = sorted(rows_, key=lambda r: _rank(objective, r))
     best = ranked[0]
     runner = ranked[1] if len(ranked) > 1 else None
-    test = welch(best["objective_values"], runner["objective_values"]) if runner else None
+    test = None
+    if runner:
+        whole = best.get("repetitions") == runner.get("repetitions") == best["objective_n"]
+        test = compare_repetitions(
+            best["objective_values"],
+            runner["objective_values"],
+            pairs=whole and runner["objective_n"] == best["objective_n"],
+        )
     tie = [best["point"], runner["point"]] if runner and test and not test.significant else []
     return {
         **dict(zip(CELL_KEYS, key, strict=True)),
@@ -268,8 +275,9 @@ def _decide(
 def winners(table: list[dict[str, Any]], objective: Objective) -> list[dict[str, Any]]:
     """Per cell (context x concurrency x output length x category): the best point by the
     objective's mean across repetitions, the runner-up, and whether best vs runner-up is
-    significant (sweep.stats.welch). Not significant: a tie (`tie` names both, `winner` is
-    None). Rows with failed or incomplete requests take no part; the baseline does."""
+    significant (sweep.stats.compare_repetitions: paired by repetition). Not significant: a tie
+    (`tie` names both, `winner` is None). Rows with failed or incomplete requests take no part;
+    the baseline does."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in table:
         if r.get("cell") is None or not r.get("valid") or not r.get("objective_values"):

@@ -14,9 +14,12 @@ The rule, one round per level:
 - Round 0 runs every point at level 0, in the order given (plan.py's sort_key order).
 - A round's measured points are ranked by the mean of their values (best first; lower is better
   with `higher_is_better=False`). A run with no values failed and is out. With m points ranked,
-  k = ceil(m / eta); the top k survive, and so does every other point whose 95% confidence
-  interval of the mean (Student t; one value: the value itself) overlaps the k-th best's, so that
-  noise does not eliminate a contender.
+  k = ceil(m / eta); the top k survive, and so does every other point the k-th best does not
+  beat, so that noise does not eliminate a contender: with two or more values on both sides, a
+  difference a two-sided 5% t-test does not find significant (paired by repetition when both
+  have as many values: repetition i of every point measures the same prompts, so their spread
+  cancels; Welch's otherwise); with one value, an overlapping 95% interval (Student t; one
+  value: the value itself).
 - The survivors run at the next level; a lone survivor goes straight to the last level (there is
   nothing left to compare it with). The round at the last level is the final one.
 - The best point is the top of the ranking of the deepest round that measured anything.
@@ -28,9 +31,10 @@ The rule, one round per level:
   that does not fit, so what runs is always a rank prefix and the deeper comparison stays fair.
   Every point left out is in the result with the reason.
 
-The runs are one sequence on one server (one host). The CI is only as good as the repetitions:
-they should re-measure one workload (the same prompts); repetitions that draw new prompts add a
-variance common to every point, every CI then overlaps and nearly everything survives
+The runs are one sequence on one server (one host). The test is only as good as the
+repetitions: repetition i of two points must measure the same workload for the pairing to hold
+(the bench seeds a repetition's prompts by its cell, not by the server, so they do); unpaired,
+the prompts' own variance is common to every point and nearly everything survives
 (benchmarks/README.md, halving_vs_grid).
 
 Every point is started at least once (round 0), so halving never needs fewer restarts than the
@@ -59,7 +63,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from sweep.stats import t_quantile
+from sweep.stats import compare_repetitions, t_quantile
 
 
 class Candidate(Protocol):
@@ -212,14 +216,28 @@ def stats(values: Sequence[float]) -> Stats:
     return Stats(mean, mean - half, mean + half, len(values))
 
 
-def select(ranking: Sequence[P], by_id: Mapping[str, Stats], eta: float) -> tuple[P, ...]:
+def select(
+    ranking: Sequence[P],
+    by_id: Mapping[str, Stats],
+    eta: float,
+    values: Mapping[str, Sequence[float]] | None = None,
+) -> tuple[P, ...]:
     """Survivors, best first: the top ceil(m / eta) of the m ranked points, plus every other
-    point whose CI overlaps the CI of the k-th best."""
+    point the k-th best does not beat: with two or more `values` (repetitions) on both sides,
+    a difference the t-test of sweep.stats.compare_repetitions (paired when the repetitions
+    pair up) does not find significant; otherwise overlapping CIs (one value: equal values)."""
     if not ranking:
         return ()
     k = max(1, math.ceil(len(ranking) / eta))
-    ref = by_id[ranking[k - 1].point_id]
-    rest = [p for p in ranking[k:] if by_id[p.point_id].overlaps(ref)]
+    ref = ranking[k - 1].point_id
+
+    def contender(p: P) -> bool:
+        a, b = (values or {}).get(ref) or (), (values or {}).get(p.point_id) or ()
+        if len(a) >= 2 and len(b) >= 2:
+            return not compare_repetitions(a, b, pairs=len(a) == len(b)).significant
+        return by_id[p.point_id].overlaps(by_id[ref])
+
+    rest = [p for p in ranking[k:] if contender(p)]
     return (*ranking[:k], *rest)
 
 
@@ -321,7 +339,8 @@ def _measured(
             failed.append(r.point)
     measured = (r.point for r in rnd.runs if r.point.point_id in by_id)
     ranking = rank(measured, by_id, strategy.higher_is_better)
-    kept = () if final else select(ranking, by_id, strategy.eta)
+    per_run = {r.point.point_id: recorded[(r.point.point_id, rnd.level)].values for r in rnd.runs}
+    kept = () if final else select(ranking, by_id, strategy.eta, per_run)
     return Round(
         index=rnd.index,
         level=rnd.level,

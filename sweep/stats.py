@@ -29,8 +29,9 @@ CI_METHOD = (
     "mean ± t(0.975, n-1)·s/√n (no interval with n=1)"
 )
 TEST_METHOD = (
-    "Welch's two-sided t-test at 5% of best vs runner-up (Welch-Satterthwaite degrees of "
-    "freedom); not significant, or n=1 on either side: a tie"
+    "two-sided t-test at 5% of best vs runner-up, paired by repetition (repetition i of every "
+    "point sends the same prompts, so their own spread cancels); Welch's (Welch-Satterthwaite "
+    "degrees of freedom) when the repetitions do not pair up; not significant, or n=1: a tie"
 )
 
 # Summary metrics with an interval in the report: column name -> path in a record's summary.
@@ -147,7 +148,7 @@ def estimate(values: Sequence[float], level: float = LEVEL) -> Estimate | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    """a - b by Welch's test. Without a test (n < 2 on a side) only `difference` is set."""
+    """a - b by a t-test (welch, paired). Without a test (n < 2) only `difference` is set."""
 
     difference: float
     ci_low: float | None
@@ -172,6 +173,34 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Compa
     p = t_sf2(diff / se, df)
     half = t_quantile(1.0 - alpha / 2.0, df) * se
     return Comparison(diff, diff - half, diff + half, df, p, p < alpha)
+
+
+def paired(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Comparison:
+    """Two-sided t-test of the mean of a[i] - b[i] (n - 1 degrees of freedom), and its (1-alpha)
+    interval: for repetitions that measured the same workload on both sides."""
+    if not a or len(a) != len(b):
+        raise ValueError(f"paired needs two equally long, non-empty samples: {len(a)}, {len(b)}")
+    d = [x - y for x, y in zip(a, b, strict=True)]
+    diff = statistics.fmean(d)
+    if len(d) < 2:
+        return Comparison(diff, None, None, None, None, False)
+    se = statistics.stdev(d) / math.sqrt(len(d))
+    if se == 0.0:  # the same difference in every repetition: it is real
+        return Comparison(diff, diff, diff, None, 0.0 if diff else 1.0, diff != 0.0)
+    df = float(len(d) - 1)
+    p = t_sf2(diff / se, df)
+    half = t_quantile(1.0 - alpha / 2.0, df) * se
+    return Comparison(diff, diff - half, diff + half, df, p, p < alpha)
+
+
+def compare_repetitions(
+    a: Sequence[float], b: Sequence[float], pairs: bool, alpha: float = ALPHA
+) -> Comparison:
+    """`paired` when the repetitions pair up (`pairs`: every repetition of both sides present,
+    as many on each), else `welch`."""
+    if pairs and len(a) == len(b):
+        return paired(a, b, alpha)
+    return welch(a, b, alpha)
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,8 @@ def test_difference_within_the_spread_is_a_tie_naming_both(tmp_path: Path) -> No
     assert cell["best_value"] == pytest.approx(102.0)
     assert cell["runner_up_value"] == pytest.approx(100.0)
     assert cell["best_ci"] == pytest.approx([102 - 14.904, 102 + 14.904], abs=1e-2)
-    assert cell["p_value"] == pytest.approx(0.7843, abs=1e-3)
+    # paired by repetition: differences 2, -14, 18: mean 2, s 16, t = 2 / (16 / sqrt 3), 2 df
+    assert cell["p_value"] == pytest.approx(0.8487, abs=1e-3)
     assert out["best"] == [
         "ctx 512 c 1 out 64 random: tie: spec ~ baseline (102.0 ± 14.9 vs 100.0 ± 24.8 tok/s)"
     ]
@@ -282,3 +283,16 @@ def test_points_table_names_where_a_reused_point_came_from(sweep: Path) -> None:
     md = Path(write_report(sweep, with_plots=False)["report"]).read_text()
     assert "| ddtree-b8-k4-w2048 | complete, reused from resume/ddtree-b8-k4-w2048 |" in md
     assert "| ddtree-b4-k4-w2048 | complete | DDTREE |" in md
+
+
+def test_repetitions_pair_up_so_the_prompts_spread_cancels(tmp_path: Path) -> None:
+    # Repetition i sends the same prompts to every point: here they swing both points by +-50
+    # tok/s while spec stays 4-6 tok/s ahead in each. Unpaired (Welch) that is lost in the swing.
+    s = tmp_path / "s"
+    _rep_point(s, "baseline", [95.0, 146.0, 194.0], server=BASE)
+    _rep_point(s, "spec", [100.0, 150.0, 200.0])
+    [cell] = write_report(s, with_plots=False)["cells"]
+    assert cell["winner"] == "spec" and cell["significant"] is True and cell["tie"] == []
+    from sweep.stats import welch
+
+    assert not welch([100.0, 150.0, 200.0], [95.0, 146.0, 194.0]).significant

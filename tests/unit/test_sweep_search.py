@@ -281,3 +281,19 @@ def test_accounting_fills_unmeasured_loads_with_the_median_and_checks_levels() -
     assert acc.grid.seconds == 12 * (100.0 + 3.0)
     with pytest.raises(ValueError, match="one figure per level"):
         account(state, 100.0, [1.0, 2.0])
+
+
+def test_select_with_repetitions_uses_the_paired_test_against_the_kth() -> None:
+    pts = grid()[:4]
+    values = {
+        pts[0].point_id: [200.0, 300.0, 400.0],
+        pts[1].point_id: [190.0, 290.0, 390.0],  # the k-th (k = ceil(4/3) = 2)
+        # 5 below the k-th in every repetition: the prompts' swing cancels, it is beaten
+        pts[2].point_id: [185.0, 285.0, 385.0],
+        # ahead in one repetition, behind in two: the k-th does not beat it
+        pts[3].point_id: [195.0, 260.0, 370.0],
+    }
+    by_id = {k: stats(v) for k, v in values.items()}
+    ranking = sorted(pts, key=lambda p: -by_id[p.point_id].mean)
+    assert by_id[pts[2].point_id].overlaps(by_id[pts[1].point_id])  # CI overlap would keep it
+    assert select(ranking, by_id, eta=3, values=values) == (pts[0], pts[1], pts[3])

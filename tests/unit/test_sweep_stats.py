@@ -150,3 +150,18 @@ def test_observations_and_cell_estimates_group_repetitions_by_cell() -> None:
     assert est["ctx512-c1"]["tpot_p50_ms"].mean == pytest.approx(11.0)
     assert est["ctx512-c8"]["output_throughput"].ci_low is None
     assert est["ctx512-c8"]["tpot_p50_ms"].n == 2
+
+
+def test_paired_differences_cancel_a_common_swing() -> None:
+    from sweep.stats import compare_repetitions, paired
+
+    a, b = [100.0, 150.0, 200.0], [95.0, 146.0, 194.0]
+    c = paired(a, b)
+    # differences 5, 4, 6: mean 5, s 1, t = 5 / (1 / sqrt 3) with 2 degrees of freedom
+    assert c.difference == pytest.approx(5.0) and c.df == 2.0 and c.significant
+    assert c.p_value == pytest.approx(0.0132, abs=1e-3)
+    assert compare_repetitions(a, b, pairs=True).significant
+    assert not compare_repetitions(a, b, pairs=False).significant  # Welch: lost in the swing
+    assert not paired([1.0], [0.0]).significant  # one repetition cannot tell
+    with pytest.raises(ValueError):
+        paired([1.0, 2.0], [1.0])
