@@ -44,10 +44,15 @@ demo: image venv
 demo-down:
 	bash scripts/demo.sh down
 
-# Lint, unit and molecule all run even when one fails, so one CI run reports every failure.
+# Lint, unit and molecule all run even when one fails, so one CI run reports every failure. Lint
+# runs beside the unit tests (they mostly wait on servers); its output is printed after theirs.
 test: deps venv
-	@failed=""; \
-	for target in lint unit releases molecule; do \
+	@failed=""; lint_log=$$(mktemp); \
+	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
+	$(MAKE) --no-print-directory unit || failed="$$failed unit"; \
+	wait $$lint_pid || failed="$$failed lint"; \
+	cat "$$lint_log"; rm -f "$$lint_log"; \
+	for target in releases molecule; do \
 	  $(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
