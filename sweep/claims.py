@@ -47,8 +47,7 @@ def _holder(sweep_dir: Path, point_id: str, generation: int) -> str:
 def _failed_this_run(sweep_dir: Path, point_id: str) -> bool:
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or [{}]
     started = float(runs[-1].get("started") or 0)
-    failure = layout.read_json(sweep_dir / point_id / layout.FAILURE_FILE) or {}
-    return float((failure.get("timings") or {}).get("finished") or 0) >= started > 0
+    return started > 0 and layout.failed_since(sweep_dir, point_id, started)
 
 
 def claim(

@@ -112,11 +112,6 @@ def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _failed_since(sweep_dir: Path, point_id: str, since: float) -> bool:
-    failure = layout.read_json(sweep_dir / point_id / layout.FAILURE_FILE) or {}
-    return float((failure.get("timings") or {}).get("finished") or 0) >= since
-
-
 def measurements(
     points: Sequence[Any],
     sweep_dir: Path,
@@ -134,7 +129,7 @@ def measurements(
                 out.append(
                     search.Measurement(p.point_id, level, run_values(d / p.point_id, objective))
                 )
-            elif status == "failed" and _failed_since(d, p.point_id, since):
+            elif status == "failed" and layout.failed_since(d, p.point_id, since):
                 out.append(search.Measurement(p.point_id, level, ()))
     return out
 

@@ -50,6 +50,12 @@ def point_status(sweep_dir: Path, point_id: str) -> Status:
     return "pending"
 
 
+def failed_since(sweep_dir: Path, point_id: str, since: float) -> bool:
+    """Whether the point's last failed attempt ended at or after `since` (epoch seconds)."""
+    failure = read_json(sweep_dir / point_id / FAILURE_FILE) or {}
+    return float((failure.get("timings") or {}).get("finished") or 0) >= since
+
+
 def point_dirs(sweep_dir: Path) -> list[Path]:
     if not sweep_dir.is_dir():
         return []
