@@ -1,11 +1,13 @@
-"""Successive halving (sweep/search.py) against the full grid, on the SGLang emulator over HTTP.
+"""Successive halving (sweep/search.py) and coordinate descent (sweep/descent.py) against the full
+grid, on the SGLang emulator over HTTP.
 
 Per seed, the same 12 DDTREE server configurations (budget 32, 40, 48, 64 x topk 1, 2, 3; block-16
-drafter, window 2048) are searched twice, each from fresh servers:
+drafter, window 2048) are searched three times, each from fresh servers:
 
 - grid: every point started once and benched at the full level; its best is the best mean;
 - halving: `sweep.search.search` with eta 3 (`--eta`) over three bench levels (LEVELS: screening,
-  middle, full), its selection rule and restart counting as that module documents them.
+  middle, full), its selection rule and restart counting as that module documents them;
+- descent: `sweep.descent.search`, every run at the full level, from the grid's centre.
 
 A point's server is `python -m sglang_emulator` (SGLANG_EMU_VERSION=ddtree; topk through
 SGLANG_DDTREE_MAX_TOPK, as the ddtree dialect renders it) on a free port, with 0.05 s load and
@@ -61,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
+from sweep.descent import Descent, Grid  # noqa: E402
+from sweep.descent import search as descend  # noqa: E402
 from sweep.plan import Point  # noqa: E402
 from sweep.search import Halving, State, Stats, account, describe, search, stats  # noqa: E402
 
@@ -265,6 +269,9 @@ class Outcome:
     halving_seconds: float
     bench_work: float  # the halving's bench time in full-level benches (the grid's: 12)
     accounts: tuple[str, str]  # account() lines: as measured here, projected to a real host
+    descent: State[Point]
+    descent_restarts: int
+    descent_seconds: float
 
     @property
     def halving_best(self) -> Point | None:
@@ -273,6 +280,10 @@ class Outcome:
     @property
     def same(self) -> bool:
         return self.halving_best == self.grid_best
+
+    @property
+    def descent_same(self) -> bool:
+        return self.descent.best == self.grid_best
 
     def runner_up(self) -> str:
         """The grid's second best, how far behind its best, and whether the grid can tell them
@@ -337,6 +348,25 @@ def run_halving(
     return HalvingRun(state, servers.starts, elapsed, servers.load_seconds, per_level)
 
 
+def run_descent(
+    workdir: Path, seed: int, levels: tuple[Level, ...], time_scale: float
+) -> tuple[State[Point], int, float]:
+    """The descent, every run at the full level: its state, server starts, wall s."""
+    points = grid()
+    coords = {p.point_id: (p.budget, p.topk) for p in points}
+    with servers_for(workdir, seed, time_scale) as servers:
+        bench = Bench(servers, levels, seed, workdir / "descent")
+        t0 = time.monotonic()
+        state, _ = descend(
+            points,
+            Grid.of(coords),
+            lambda p, _level: bench.measure(p, len(levels) - 1),
+            Descent(),
+        )
+        elapsed = time.monotonic() - t0
+    return state, servers.starts, elapsed
+
+
 def bench_work(state: State[Point], per_level: list[float]) -> float:
     """The halving's bench time in full-level benches, a level at its measured share."""
     return sum(per_level[r.level] / per_level[-1] for rnd in state.rounds for r in rnd.runs)
@@ -358,8 +388,11 @@ def one_seed(
         model_dirs(workdir)
         grid_stats, grid_starts, grid_s = run_grid(workdir, seed, levels, time_scale)
         h = run_halving(workdir, seed, levels, time_scale, eta)
+        d_state, d_starts, d_seconds = run_descent(workdir, seed, levels, time_scale)
     if h.state.restarts != h.starts:
         print(f"seed {seed}: planned {h.state.restarts} restarts, started {h.starts}")
+    if d_state.restarts != d_starts:
+        print(f"seed {seed}: descent planned {d_state.restarts} restarts, started {d_starts}")
     by_id = {p.point_id: p for p in grid()}
     # the emulator's latencies at time scale 1 are the target deployment's
     real_bench = [b / time_scale for b in h.per_level]
@@ -377,6 +410,9 @@ def one_seed(
             account(h.state, h.load_seconds, h.per_level).line(),
             account(h.state, load_seconds, real_bench).line(),
         ),
+        descent=d_state,
+        descent_restarts=d_starts,
+        descent_seconds=d_seconds,
     )
 
 
@@ -389,7 +425,8 @@ def print_table(outcomes: list[Outcome], load_seconds: float) -> None:
     head = (
         "| seed | grid best | grid runner-up | halving best | same? | within grid best's CI? "
         "| grid restarts | halving restarts | restart saving % | grid wall s | halving wall s "
-        f"| halving bench, in full benches (grid: {n_points}) |"
+        f"| halving bench, in full benches (grid: {n_points}) | descent best | same? "
+        "| descent restarts | restart saving % | descent wall s |"
     )
     print(head)
     print("|---" * (head.count("|") - 1) + "|")
@@ -400,7 +437,10 @@ def print_table(outcomes: list[Outcome], load_seconds: float) -> None:
             f"{'yes' if o.same else 'NO'} | {'yes' if o.within_ci else 'no'} | "
             f"{o.grid_restarts} | {o.halving_restarts} | "
             f"{saving(o.grid_restarts, o.halving_restarts):.0f} | {o.grid_seconds:.0f} | "
-            f"{o.halving_seconds:.0f} | {o.bench_work:.1f} |"
+            f"{o.halving_seconds:.0f} | {o.bench_work:.1f} | "
+            f"{short(o.descent.best) if o.descent.best else 'none'} | "
+            f"{'yes' if o.descent_same else 'NO'} | {o.descent_restarts} | "
+            f"{saving(o.grid_restarts, o.descent_restarts):.0f} | {o.descent_seconds:.0f} |"
         )
     n = len(outcomes)
 
@@ -423,6 +463,14 @@ def print_table(outcomes: list[Outcome], load_seconds: float) -> None:
         f"wall s grid {med([o.grid_seconds for o in outcomes]):.0f}, halving "
         f"{med([o.halving_seconds for o in outcomes]):.0f}; halving bench {work:.1f} of "
         f"{n_points} full benches: with {load_seconds:.0f} s restarts it {pays}"
+    )
+    print(
+        f"descent: same best {sum(o.descent_same for o in outcomes)}/{n}; restarts grid "
+        f"{med([o.grid_restarts for o in outcomes]):.0f}, descent "
+        f"{med([o.descent_restarts for o in outcomes]):.0f} (saving "
+        f"{med([saving(o.grid_restarts, o.descent_restarts) for o in outcomes]):.0f} %, "
+        f"least {min(saving(o.grid_restarts, o.descent_restarts) for o in outcomes):.0f} %); "
+        f"wall s descent {med([o.descent_seconds for o in outcomes]):.0f}"
     )
 
 
@@ -452,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
                 *describe(o.halving),
                 f"as run here: {o.accounts[0]}",
                 f"real host ({a.load_seconds:.0f} s loads, bench at time scale 1): {o.accounts[1]}",
+                "descent:",
+                *describe(o.descent),
             ]
             print(f"seed {seed}:\n  " + "\n  ".join(lines), flush=True)
         outcomes.append(o)

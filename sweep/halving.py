@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import load_records, write_json
-from sweep import layout, search
+from sweep import descent, layout, search
+from sweep.descent import Descent
 from sweep.objectives import Objective
 from sweep.record import RECORDS
 
@@ -51,14 +52,22 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
     return int(raw)
 
 
-def strategy(cli: dict[str, Any], objective: Objective) -> search.Halving:
-    """The search's settings from the command line: halving_eta (keep 1/eta per round, default
-    3), halving_levels (2 or 3, default 2: one screening level), max_restarts (no limit)."""
+def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -> search.Strategy:
+    """The search's settings from the command line: for halving, halving_eta (keep 1/eta per
+    round, default 3) and halving_levels (2 or 3, default 2: one screening level); for either
+    search, max_restarts (no limit)."""
 
     def given(key: str) -> Any:
         raw = cli.get(key)
         return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
 
+    budget_raw = given("max_restarts")
+    budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
+    if name == "descent":
+        for key in ("halving_eta", "halving_levels"):
+            if given(key) is not None:
+                raise HalvingInputError(f"{key}={given(key)}: only with search=halving")
+        return Descent(budget, objective.higher_is_better)
     eta_raw = given("halving_eta")
     try:
         eta = 3.0 if eta_raw is None else float(eta_raw)
@@ -66,12 +75,21 @@ def strategy(cli: dict[str, Any], objective: Objective) -> search.Halving:
         raise HalvingInputError(f"halving_eta={eta_raw}: not a number") from None
     levels_raw = given("halving_levels")
     levels = 2 if levels_raw is None else _int("halving_levels", levels_raw, 2, MAX_LEVELS)
-    budget_raw = given("max_restarts")
-    budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
     try:
         return search.Halving(eta, levels, budget, objective.higher_is_better)
     except ValueError as e:
         raise HalvingInputError(str(e).replace("eta=", "halving_eta=", 1)) from None
+
+
+def replay(
+    points: Sequence[Any], measured: list[search.Measurement], strat: search.Strategy
+) -> search.State[Any]:
+    """The search's state; descent places the points on the grid's axes first."""
+    if isinstance(strat, Descent):
+        coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
+        return descent.replay(points, descent.Grid.of(coords), measured, strat)
+    assert isinstance(strat, search.Halving)
+    return search.replay(points, measured, strat)
 
 
 def level_bench(bench: dict[str, Any], level: int, levels: int) -> dict[str, Any]:
@@ -115,7 +133,7 @@ def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
 def measurements(
     points: Sequence[Any],
     sweep_dir: Path,
-    strat: search.Halving,
+    strat: search.Strategy,
     objective: Objective,
     since: float,
 ) -> list[search.Measurement]:
@@ -161,16 +179,17 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
 
 def search_info(
     sweep_dir: Path,
-    strat: search.Halving,
+    strat: search.Strategy,
     started: float,
     state: search.State[Any],
     stopped: bool,
 ) -> dict[str, Any]:
     failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
+    settings: dict[str, Any] = {"eta": strat.eta} if isinstance(strat, search.Halving) else {}
     info: dict[str, Any] = {
-        "search": "halving",
+        "search": strat.name,
         "strategy": {
-            "eta": strat.eta,
+            **settings,
             "levels": strat.levels,
             "max_restarts": strat.max_restarts,
             "higher_is_better": strat.higher_is_better,

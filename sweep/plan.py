@@ -44,7 +44,7 @@ SWEEP_DEFAULTS: dict[str, Any] = {
     "sglang_sweep_name": "",
     "sglang_sweep_results_dir": "results",
 }
-SEARCHES = ("grid", "halving")
+SEARCHES = ("grid", "halving", "descent")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -614,24 +614,27 @@ def _halving_plan(
     bench: dict[str, Any],
     points: list[Point],
 ) -> Plan:
-    """This round of the halving search: the level its pending runs are at, in its own sweep
-    directory; when the search is over (or stopped), the final level's sweep, idle."""
-    from sweep import halving, objectives, search
+    """This round of the halving (or descent) search: the level its pending runs are at, in its
+    own sweep directory; when the search is over (or stopped), the final level's sweep, idle."""
+    from sweep import halving, objectives
 
     objective = objectives.make(
         objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
     )
     try:
-        strat = halving.strategy(cli, objective)
+        strat = halving.strategy(cli, objective, str(cli.get("search")))
     except halving.HalvingInputError as e:
         raise SweepInputError(str(e)) from None
     searched = [p for p in points if not p.is_baseline]
     baseline = [p for p in points if p.is_baseline]
     if not searched:
-        raise SweepInputError("search=halving: no point to search (only the baseline)")
+        raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = halving.invocation_start(sweep_dir, round_index)
     measured = halving.measurements(searched, sweep_dir, strat, objective, since)
-    state = search.replay(searched, measured, strat)
+    try:
+        state = halving.replay(searched, measured, strat)
+    except ValueError as e:
+        raise SweepInputError(f"search={strat.name}: {e}") from None
     stopped = round_index > 0 and halving.stopped(sweep_dir, strat.levels, since)
     info = halving.search_info(sweep_dir, strat, since, state, stopped)
     last = strat.last_level

@@ -471,14 +471,25 @@ def _best_line(c: dict[str, Any], objective: Objective) -> str:
 
 
 def _search_lines(search: dict[str, Any]) -> list[str]:
-    """report.md's section on a halving search (sweep/halving.py's search.json)."""
+    """report.md's section on a halving or descent search (sweep/halving.py's search.json)."""
     st = search.get("strategy") or {}
+    budget = st.get("max_restarts") or "none"
+    if search.get("search") == "descent":
+        about = (
+            f"Coordinate descent (max_restarts {budget}): the points above are the ones it "
+            "measured, each with the full bench; it stopped where no single step from the best "
+            "was left to try, so the points it never measured were not compared."
+        )
+    else:
+        about = (
+            f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
+            f"{budget}): the points above are the finalists, measured with the full bench; the "
+            "screening runs are in the sibling sweeps `<sweep>.screen<level>`."
+        )
     lines = [
         "## Search",
         "",
-        f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
-        f"{st.get('max_restarts') or 'none'}): the points above are the finalists, measured with "
-        "the full bench; the screening runs are in the sibling sweeps `<sweep>.screen<level>`.",
+        about,
         "",
         *[f"- {line}" for line in search.get("rounds") or []],
         "",
@@ -500,7 +511,8 @@ def _search_summary(search: dict[str, Any] | None) -> list[str]:
     cost = search.get("cost")
     if cost:
         return [cost["line"]]
-    return [f"halving: {search.get('restarts')} restarts; full grid {search.get('grid_restarts')}"]
+    name = search.get("search") or "halving"
+    return [f"{name}: {search.get('restarts')} restarts; full grid {search.get('grid_restarts')}"]
 
 
 def write_report(
@@ -532,8 +544,15 @@ def write_report(
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
-        # a halving search's failed runs (this invocation's, at any level) count too
-        "incomplete": incomplete(sweep_dir, points) + list((search or {}).get("failed") or []),
+        # a search's failed runs (this invocation's, at any level) count too, and so does a
+        # search the playbook's rounds did not finish
+        "incomplete": incomplete(sweep_dir, points)
+        + list((search or {}).get("failed") or [])
+        + (
+            [f"{search['search']} search not over (rerun to go on)"]
+            if search and not search.get("done")
+            else []
+        ),
         "objective": obj.name,
         "best": [_best_line(c, obj) for c in cells] + _search_summary(search),
         "cells": cells,

@@ -40,7 +40,8 @@ the prompts' own variance is common to every point and nearly everything survive
 Every point is started at least once (round 0), so halving never needs fewer restarts than the
 grid's one per point, and each survivor that is not the running configuration adds one. What it
 saves is bench time: it pays when the full bench of the points it drops costs more than its extra
-restarts (`account` puts the two side by side).
+restarts (`account` puts the two side by side). sweep/descent.py is the search that saves
+restarts.
 
 The state is a function of (points, strategy, recorded measurements) only: `replay` rebuilds it
 from the measurements a driver recorded (in any order, duplicates: the last one counts), so a
@@ -61,9 +62,27 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from sweep.stats import compare_repetitions, t_quantile
+
+
+class Strategy(Protocol):
+    """What a search's state needs of its strategy (Halving here, sweep/descent.py's Descent)."""
+
+    name: ClassVar[str]
+
+    @property
+    def levels(self) -> int: ...
+
+    @property
+    def last_level(self) -> int: ...
+
+    @property
+    def max_restarts(self) -> int | None: ...
+
+    @property
+    def higher_is_better(self) -> bool: ...
 
 
 class Candidate(Protocol):
@@ -85,6 +104,7 @@ class Halving:
     levels: int = 3
     max_restarts: int | None = None
     higher_is_better: bool = True
+    name: ClassVar[str] = "halving"
 
     def __post_init__(self) -> None:
         if isinstance(self.eta, bool) or not self.eta > 1:
@@ -167,7 +187,7 @@ class Round(Generic[P]):
 class State(Generic[P]):
     """Everything the recorded measurements say: rounds so far, the runs still to do."""
 
-    strategy: Halving
+    strategy: Strategy
     points: tuple[P, ...]
     rounds: tuple[Round[P], ...]
     pending: tuple[Run[P], ...]
@@ -256,6 +276,7 @@ def _schedule(
     level: int,
     running: str | None,
     restarts_left: float,
+    reason: str | None = None,
 ) -> tuple[tuple[Run[P], ...], tuple[Skipped[P], ...]]:
     """Runs of one round: `candidates` in priority order (best-ranked first), cut at the first
     that needs a restart the budget has not got; then the running configuration first and the
@@ -264,8 +285,10 @@ def _schedule(
     for i, p in enumerate(candidates):
         if p.point_id != running:
             if restarts_left < 1:
-                reason = "restart budget spent" if level else "restart budget: never screened"
-                cut = tuple(Skipped(q, level, reason) for q in candidates[i:])
+                why = reason or (
+                    "restart budget spent" if level else "restart budget: never screened"
+                )
+                cut = tuple(Skipped(q, level, why) for q in candidates[i:])
                 return _ordered(chosen, order, level, running), cut
             restarts_left -= 1
         chosen.append(p)
@@ -390,13 +413,14 @@ class Cost:
 
 @dataclass(frozen=True)
 class Accounting:
-    halving: Cost
+    halving: Cost  # the search's cost, whichever search it was
     grid: Cost
+    name: str = "halving"
 
     def line(self) -> str:
         h, g = self.halving, self.grid
         return (
-            f"halving: {h.restarts} restarts, {h.seconds:.0f} s; "
+            f"{self.name}: {h.restarts} restarts, {h.seconds:.0f} s; "
             f"full grid would be {g.restarts} restarts, {g.seconds:.0f} s"
         )
 
@@ -436,7 +460,9 @@ def account(
         (load(r.point.point_id) if r.restart else 0.0) + bench_seconds[r.level] for r in runs
     )
     grid = sum(load(p.point_id) + bench_seconds[-1] for p in state.points)
-    return Accounting(Cost(state.restarts, halving), Cost(len(state.points), grid))
+    return Accounting(
+        Cost(state.restarts, halving), Cost(len(state.points), grid), state.strategy.name
+    )
 
 
 def describe(state: State[P]) -> list[str]:
@@ -448,10 +474,18 @@ def describe(state: State[P]) -> list[str]:
         line = f"round {rnd.index} level {rnd.level}: {ids} ({restarts} restarts)"
         if rnd.kept:
             line += f"; kept {', '.join(p.point_id for p in rnd.kept)}"
+        elif rnd.ranking and state.strategy.name == "descent":
+            line += f"; best so far {rnd.ranking[0].point_id}"
         if rnd.failed:
             line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
         lines.append(line)
     lines += [f"not run at level {s.level}: {s.point.point_id} ({s.reason})" for s in state.skipped]
+    if state.done and state.strategy.name == "descent":
+        ran = {r.point.point_id for rnd in state.rounds for r in rnd.runs}
+        cut = {s.point.point_id for s in state.skipped}
+        never = [p.point_id for p in state.points if p.point_id not in ran | cut]
+        if never:
+            lines.append(f"not measured (no step from the best leads there): {', '.join(never)}")
     best = state.best
     lines.append(
         "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"

@@ -33,7 +33,14 @@ def measure(d: Path, pid: str, mean: float, load_s: float = 10.0, bench_s: float
     """A complete run of `pid` in sweep dir `d`: three repetitions around `mean` tok/s."""
     _rep_point(d, pid, [mean - 1.0, mean, mean + 1.0], server=server(pid))
     meta = layout.read_json(d / pid / layout.POINT_FILE) or {}
-    timings = {"restarted": True, "load_s": load_s, "bench_s": bench_s, "finished": time.time()}
+    timings = {
+        "restarted": True,
+        "load_s": load_s,
+        "bench_s": bench_s,
+        "overhead_s": 1.0,
+        "wall_s": load_s + bench_s + 1.0,
+        "finished": time.time(),
+    }
     write_json(d / pid / layout.POINT_FILE, {**meta, "timings": timings})
 
 
