@@ -133,6 +133,13 @@ if [ -n "$needs_realhost" ]; then
   fi
 fi
 
+# Each line of a scenario's log starts with the seconds since the scenario started, so a log shows
+# what each step (create, converge, verify, destroy) cost.
+stamp() {
+  local start=$SECONDS line
+  while IFS= read -r line; do printf '%4ds %s\n' "$((SECONDS - start))" "$line"; done
+}
+
 # One scenario. With one lane its output streams as it comes (STREAM=1); with several, each log is
 # printed whole when its scenario ends.
 run_scenario() {
@@ -144,11 +151,12 @@ run_scenario() {
   echo "=== molecule test -s $name (127.0.0.1:$port)"
   remove_instances "$name"
   if [ "${STREAM:-0}" = 1 ]; then
-    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | tee "$logdir/$name.log"
+    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | stamp \
+      | tee "$logdir/$name.log"
     rc=${PIPESTATUS[0]}
   else
-    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" >"$logdir/$name.log" 2>&1 < /dev/null
-    rc=$?
+    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | stamp >"$logdir/$name.log"
+    rc=${PIPESTATUS[0]}
   fi
   if [ "$rc" -eq 0 ]; then
     echo passed >"$logdir/$name.result"
@@ -200,7 +208,7 @@ done
 for name in "${failed_names[@]}"; do
   [ -f "$logdir/$name.log" ] || continue
   echo "=== $name: why it failed"
-  grep -E '^\[ERROR\]|CRITICAL|Executed: Failed' "$logdir/$name.log" | cut -c1-400 | head -n 8
+  grep -E '^ *[0-9]+s \[ERROR\]|CRITICAL|Executed: Failed' "$logdir/$name.log" | cut -c1-400 | head -n 8
   sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 8
 done
 [ "$failed" -gt 0 ] && echo "molecule-all: failed: ${failed_names[*]}"
