@@ -8,32 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
-from sglang_host_loader import ROOT, load
+from sglang_host_loader import ROOT, load, run_module
 
 m = load("sglang_file", ROOT / "library" / "sglang_file.py")
 
 UNIT = "[Unit]\nDescription=SGLang\n\n[Service]\nExecStart=/bin/true\n"
 
 
-class ModuleExit(Exception):
-    def __init__(self, result: dict[str, Any], failed: bool) -> None:
-        self.result = result
-        self.failed = failed
-
-
 def run(monkeypatch: pytest.MonkeyPatch, **args: Any) -> tuple[dict[str, Any], bool]:
-    def exit_json(_self: Any, **result: Any) -> None:
-        raise ModuleExit(result, False)
-
-    def fail_json(_self: Any, **result: Any) -> None:
-        raise ModuleExit(result, True)
-
-    monkeypatch.setattr(m.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(m.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args), pytest.raises(ModuleExit) as caught:
-        m.main()
-    return caught.value.result, caught.value.failed
+    return run_module(m, args, monkeypatch)
 
 
 def mode(path: Path) -> int:

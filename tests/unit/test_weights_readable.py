@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
-from sglang_host_loader import ROOT, load
+from sglang_host_loader import ROOT, load, run_module
 
 m = load("sglang_weights_readable", ROOT / "library" / "sglang_weights_readable.py")
 
@@ -27,26 +26,9 @@ OTHER = 54321 if os.getuid() != 54321 else 54322  # a uid that owns nothing in t
 NOBODY = "sglang-test-no-such-user"
 
 
-class ModuleExit(Exception):
-    def __init__(self, result: dict[str, Any], failed: bool) -> None:
-        self.result = result
-        self.failed = failed
-
-
 def run(args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], bool]:
     """The module's result and whether it failed."""
-
-    def exit_json(_self: Any, **result: Any) -> None:
-        raise ModuleExit(result, False)
-
-    def fail_json(_self: Any, **result: Any) -> None:
-        raise ModuleExit(result, True)
-
-    monkeypatch.setattr(m.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(m.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args), pytest.raises(ModuleExit) as caught:
-        m.main()
-    return caught.value.result, caught.value.failed
+    return run_module(m, args, monkeypatch)
 
 
 @pytest.fixture
