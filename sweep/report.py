@@ -3,8 +3,9 @@
 Works on a partial sweep too (points still missing are listed as not run). Speed-ups come from
 bench.speedup against the sweep's baseline point (speculation off), cell by cell. Per cell the
 best point by the objective (sweep.objectives) wins only when it beats the runner-up
-significantly (sweep.stats: t intervals across repetitions, Welch's test); otherwise the cell
-is a tie naming both.
+significantly (sweep.stats: t intervals across repetitions, a t-test paired by repetition, or
+Welch's); otherwise the cell is a tie naming both. A sweep over several hardware classes compares
+each point's objective over its own class baseline's, not raw figures from different hardware.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from sweep.stats import (
 COLUMNS = (
     "point",
     "status",
+    "host_class",
     "algorithm",
     "budget",
     "topk",
@@ -209,6 +211,8 @@ def rows(
         common = {
             "point": p.point_id,
             "status": p.status,
+            "host_class": p.meta.get("host_class"),
+            "per_class": per_class,
             "algorithm": p.server.get("algorithm"),
             # with speculation off these parameters mean nothing: left empty
             **{
@@ -222,8 +226,24 @@ def rows(
         for c in p.cells:
             cid = c["point_id"]
             row = _cell_row(c, speed.get(cid, {}), base_cells.get(cid), objective)
+            if per_class:
+                row["objective_relative_values"] = _relative(c, base_cells.get(cid))
             out.append({**common, **row})
     return out
+
+
+def _relative(cell: dict[str, Any], base_cell: dict[str, Any] | None) -> list[float]:
+    """The objective of each repetition over its class baseline's for the same cell: by
+    repetition when both have as many (repetition i of both measured the same prompts), else
+    over the baseline's mean; [] without a baseline value to divide by."""
+    values = cell["objective_values"]
+    base = base_cell["objective_values"] if base_cell else []
+    if not values or not base:
+        return []
+    if len(base) == len(values) and all(b > 0 for b in base):
+        return [v / b for v, b in zip(values, base, strict=True)]
+    mean = statistics.fmean(base)
+    return [v / mean for v in values] if mean > 0 else []
 
 
 def _rank(objective: Objective, row: dict[str, Any]) -> tuple[float, str]:
@@ -269,6 +289,8 @@ def _decide(
         "significant": test.significant if test else None,
         "p_value": test.p_value if test else None,
         "speedup": best.get("speedup"),
+        "best_class": best.get("host_class"),
+        "runner_up_class": runner.get("host_class") if runner else None,
     }
 
 
@@ -279,11 +301,31 @@ def winners(table: list[dict[str, Any]], objective: Objective) -> list[dict[str,
     (`tie` names both, `winner` is None). Rows with failed or incomplete requests take no part;
     the baseline does."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    relative = any(r.get("per_class") for r in table)
     for r in table:
+        if relative:
+            r = _as_relative(r)
         if r.get("cell") is None or not r.get("valid") or not r.get("objective_values"):
             continue
         groups.setdefault(tuple(r[k] for k in CELL_KEYS), []).append(r)
-    return [_decide(key, groups[key], objective) for key in sorted(groups)]
+    classes = {r.get("host_class") for rs in groups.values() for r in rs}
+    mixed = not relative and len(classes) > 1
+    return [
+        {**_decide(key, groups[key], objective), "relative": relative, "mixed_classes": mixed}
+        for key in sorted(groups)
+    ]
+
+
+def _as_relative(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of a sweep over several hardware classes, its objective divided by its own class
+    baseline's (`_relative`): raw values measured on different hardware do not compare."""
+    values = row.get("objective_relative_values") or []
+    return {
+        **row,
+        **_ci_columns("objective", estimate(values)),
+        "objective_n": len(values),
+        "objective_values": values,
+    }
 
 
 def _f(v: Any, spec: str = ".1f") -> str:
@@ -321,8 +363,20 @@ def _interval(lo: float | None, hi: float | None, n: int | None, spec: str = ".1
     return f"[{lo:{spec}}, {hi:{spec}}]"
 
 
+RELATIVE_UNIT = "x class baseline"
+
+
+def _spec_unit(cells: list[dict[str, Any]], objective: Objective) -> tuple[str, str]:
+    """How a cell's values read: the objective's own unit, or a ratio to the class baseline
+    when the sweep ran on several hardware classes."""
+    if any(c.get("relative") for c in cells):
+        return ".3f", RELATIVE_UNIT
+    return SPEC[objective.name], objective.unit
+
+
 def _winner_lines(cells: list[dict[str, Any]], objective: Objective) -> list[str]:
-    spec, unit = SPEC[objective.name], objective.unit
+    spec, unit = _spec_unit(cells, objective)
+    relative = unit == RELATIVE_UNIT
     lines = [
         "## Winner per cell",
         "",
@@ -330,23 +384,46 @@ def _winner_lines(cells: list[dict[str, Any]], objective: Objective) -> list[str
         f"its interval; {CI_METHOD}.",
         f"Winner or tie: {TEST_METHOD}. Rows with failed or incomplete requests take no part; "
         "the baseline takes part like any point.",
+    ]
+    if relative:
+        lines.append(
+            "Hosts of several hardware classes: each point's objective is divided by its own "
+            f"class baseline's for the same cell ({RELATIVE_UNIT}; by repetition when both "
+            "have as many), so points measured on different hardware compare; a point whose "
+            "class has no complete baseline takes no part."
+        )
+    if any(c.get("mixed_classes") for c in cells):
+        lines.append(
+            "WARNING: these points were measured on several hardware classes and the sweep has "
+            "no baseline to divide by: the raw figures below compare hardware as much as "
+            "configurations. Rerun with baseline=true, or give the sweep hosts of one class."
+        )
+    lines += [
         "",
         f"| context | concurrency | output len | category | winner | {unit} | runner-up | {unit} "
         "| p | speed-up |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
-        who = c["winner"] or f"tie: {c['tie'][0]} ~ {c['tie'][1]}"
+        best, runner = _named(c, "best", relative), _named(c, "runner_up", relative)
+        who = best if c["winner"] else f"tie: {best} ~ {runner}"
         lines.append(
             f"| {c['context']} | {c['concurrency']} | {c['output_len']} | {c['category']} "
             f"| {who} | {_value_ci(c['best_value'], c['best_ci'], c['best_n'], spec)} "
-            f"| {_f(c['runner_up'])} "
+            f"| {runner} "
             f"| {_value_ci(c['runner_up_value'], c['runner_up_ci'], c['runner_up_n'], spec)} "
             f"| {_f(c['p_value'], '.3g')} | {_f(c['speedup'], '.2f')} |"
         )
     if not cells:
         lines += ["", "No complete cell without failed requests yet."]
     return lines
+
+
+def _named(c: dict[str, Any], key: str, with_class: bool) -> str:
+    """A point of the winner table, with the hardware class that measured it when several did."""
+    name = _f(c[key])
+    cls = c.get(f"{key}_class")
+    return f"{name} ({cls})" if with_class and c[key] is not None and cls else name
 
 
 def _status(p: PointResult) -> str:
@@ -460,7 +537,7 @@ def incomplete(sweep_dir: Path, points: list[Any]) -> list[str]:
 
 def _best_line(c: dict[str, Any], objective: Objective) -> str:
     """One human-readable line per cell for the playbook's output."""
-    spec, unit = SPEC[objective.name], objective.unit
+    spec, unit = _spec_unit([c], objective)
     where = f"ctx {c['context']} c {c['concurrency']} out {c['output_len']} {c['category']}"
     best = _value_ci(c["best_value"], c["best_ci"], c["best_n"], spec)
     if c["tie"]:

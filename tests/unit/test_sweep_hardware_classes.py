@@ -9,6 +9,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_sweep_fakes import archive, plan_input
 from test_sweep_report import _rep_point
 from test_sweep_store import CAPABILITIES
@@ -101,3 +102,77 @@ def test_speedups_are_against_the_own_class_baseline(tmp_path: Path) -> None:
         speedups = {r["point"]: float(r["speedup_mean_ratio"]) for r in csv.DictReader(f)}
     assert round(speedups["spec-on-h200"], 6) == 2.0
     assert round(speedups["spec-on-rtx"], 6) == 3.0
+
+
+def _two_class_sweep(s: Path, rtx: list[float], h200: list[float]) -> None:
+    base = {"algorithm": "NONE", "budget": 16, "topk": 4, "window": 2048}
+    for pid, tput, cls, server in [
+        ("baseline-rtx", [50.0, 52.0, 48.0], RTX, base),
+        ("baseline-h200", [100.0, 104.0, 96.0], H200, base),
+        ("b8-on-h200", h200, H200, {**base, "algorithm": "DDTREE", "budget": 8}),
+        ("b16-on-rtx", rtx, RTX, {**base, "algorithm": "DDTREE"}),
+    ]:
+        _rep_point(s, pid, tput, server=server)
+        meta = layout.read_json(s / pid / layout.POINT_FILE) or {}
+        write_json(s / pid / layout.POINT_FILE, {**meta, "host_class": cls})
+
+
+def test_winner_across_classes_is_by_the_speedup_over_the_own_class_baseline(
+    tmp_path: Path,
+) -> None:
+    s = tmp_path / "s"
+    # Raw throughput: b8-on-h200 (200) beats b16-on-rtx (150); against its own class's
+    # baseline b16-on-rtx is the faster configuration (x3 against x2).
+    _two_class_sweep(s, rtx=[150.0, 157.0, 143.0], h200=[200.0, 209.0, 191.0])
+    out = write_report(s, with_plots=False)
+    (cell,) = out["cells"]
+    assert cell["relative"] is True
+    assert cell["winner"] == "b16-on-rtx" and cell["runner_up"] == "b8-on-h200"
+    assert cell["best_class"] == RTX
+    assert cell["best_value"] == pytest.approx(3.0, abs=0.01)
+    assert cell["runner_up_value"] == pytest.approx(2.0, abs=0.01)
+    md = Path(out["report"]).read_text()
+    assert f"b16-on-rtx ({RTX})" in md and "x class baseline" in md
+    with open(out["summary"], newline="") as f:
+        classes = {r["point"]: r["host_class"] for r in csv.DictReader(f)}
+    assert classes["b8-on-h200"] == H200
+
+
+def test_same_speedup_on_two_classes_is_a_tie(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    # x3 and x3 by repetition: no difference, whatever the raw figures say.
+    _two_class_sweep(s, rtx=[150.0, 156.0, 144.0], h200=[300.0, 312.0, 288.0])
+    (cell,) = write_report(s, with_plots=False)["cells"]
+    assert cell["winner"] is None and set(cell["tie"]) == {"b16-on-rtx", "b8-on-h200"}
+
+
+def test_one_class_sweep_compares_raw_values(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    _rep_point(
+        s,
+        "baseline",
+        [50.0, 52.0, 48.0],
+        server={"algorithm": "NONE", "budget": 16, "topk": 4, "window": 2048},
+    )
+    _rep_point(s, "spec", [150.0, 157.0, 143.0])
+    (cell,) = write_report(s, with_plots=False)["cells"]
+    assert cell["relative"] is False and cell["winner"] == "spec"
+    assert round(cell["best_value"], 6) == 150.0
+
+
+def test_several_classes_without_baselines_are_compared_raw_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    s = tmp_path / "s"
+    spec = {"algorithm": "DDTREE", "budget": 16, "topk": 4, "window": 2048}
+    for pid, tput, cls in [("on-rtx", [150.0, 157.0, 143.0], RTX), ("on-h200", [200.0] * 3, H200)]:
+        _rep_point(s, pid, tput, server=spec)
+        meta = layout.read_json(s / pid / layout.POINT_FILE) or {}
+        write_json(s / pid / layout.POINT_FILE, {**meta, "host_class": cls})
+    out = write_report(s, with_plots=False)
+    (cell,) = out["cells"]
+    assert cell["relative"] is False and cell["mixed_classes"] is True
+    assert (
+        "WARNING: these points were measured on several hardware classes"
+        in Path(out["report"]).read_text()
+    )
