@@ -95,9 +95,9 @@ def _run(a: argparse.Namespace) -> int:
 
         plan = plan_mod.make_plan(_stdin_json())
         if not a.dry_run and plan.search_file is not None and plan.search is not None:
-            from sweep import halving
+            from sweep import search_rounds
 
-            halving.write_search_file(plan.search_file, plan.search)
+            search_rounds.write_search_file(plan.search_file, plan.search)
         if not a.dry_run and not plan.idle:
             plan_mod.record_run(plan)
             progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")

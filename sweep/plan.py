@@ -412,7 +412,7 @@ class Plan:
     # idle: nothing to run in this round; final: no later round has anything to run
     idle: bool = False
     final: bool = False
-    # search=halving: the search's state (sweep/halving.py search_info) and where it is kept
+    # search=halving: the search's state (sweep/search_rounds.py search_info) and where it is kept
     search: dict[str, Any] | None = None
     search_file: Path | None = None
     classes: dict[str, str] = field(default_factory=dict)
@@ -514,7 +514,7 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
 
 def make_plan(inp: dict[str, Any]) -> Plan:
     """The plan of one round (`round`, default 0): a grid sweep is one round, a halving search
-    one round per level (sweep/halving.py); a round with nothing left to run is idle."""
+    one round per level (sweep/search_rounds.py); a round with nothing left to run is idle."""
     cli = inp.get("cli") or {}
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     hosts = [str(h) for h in inp.get("hosts") or []]
@@ -552,7 +552,7 @@ def make_plan(inp: dict[str, Any]) -> Plan:
         plan.idle = round_index > 0  # one round: later ones have nothing to do
         plan.final = True
         return plan
-    plan = _halving_plan(level, cli, objective, round_index, sweep_dir, bench, points)
+    plan = _search_plan(level, cli, objective, round_index, sweep_dir, bench, points)
     plan.round = round_index
     return plan
 
@@ -605,7 +605,7 @@ def _level_plan(
     )
 
 
-def _halving_plan(
+def _search_plan(
     inp: _LevelInput,
     cli: dict[str, Any],
     objective_cli: dict[str, Any],
@@ -616,36 +616,36 @@ def _halving_plan(
 ) -> Plan:
     """This round of the halving (or descent) search: the level its pending runs are at, in its
     own sweep directory; when the search is over (or stopped), the final level's sweep, idle."""
-    from sweep import halving, objectives
+    from sweep import objectives, search_rounds
 
     objective = objectives.make(
         objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
     )
     try:
-        strat = halving.strategy(cli, objective, str(cli.get("search")))
-    except halving.HalvingInputError as e:
+        strat = search_rounds.strategy(cli, objective, str(cli.get("search")))
+    except search_rounds.SearchInputError as e:
         raise SweepInputError(str(e)) from None
     searched = [p for p in points if not p.is_baseline]
     baseline = [p for p in points if p.is_baseline]
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
-    since = halving.invocation_start(sweep_dir, round_index)
-    measured = halving.measurements(searched, sweep_dir, strat, objective, since)
+    since = search_rounds.invocation_start(sweep_dir, round_index)
+    measured = search_rounds.measurements(searched, sweep_dir, strat, objective, since)
     try:
-        state = halving.replay(searched, measured, strat)
+        state = search_rounds.replay(searched, measured, strat)
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
-    stopped = round_index > 0 and halving.stopped(sweep_dir, strat.levels, since)
-    info = halving.search_info(sweep_dir, strat, since, state, stopped)
+    stopped = round_index > 0 and search_rounds.stopped(sweep_dir, strat.levels, since)
+    info = search_rounds.search_info(sweep_dir, strat, since, state, stopped)
     last = strat.last_level
     if state.pending and not stopped:
         lv = state.pending[0].level
         todo = [r.point for r in state.pending] + (baseline if lv == last else [])
         plan = _level_plan(
             inp,
-            halving.level_name(sweep_dir.name, lv, strat.levels),
-            halving.level_dir(sweep_dir, lv, strat.levels),
-            halving.level_bench(bench, lv, strat.levels),
+            search_rounds.level_name(sweep_dir.name, lv, strat.levels),
+            search_rounds.level_dir(sweep_dir, lv, strat.levels),
+            search_rounds.level_bench(bench, lv, strat.levels),
             todo,
         )
     else:
@@ -653,7 +653,7 @@ def _halving_plan(
         plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
         plan.idle = plan.final = True
     plan.search = info
-    plan.search_file = sweep_dir / halving.SEARCH_FILE
+    plan.search_file = sweep_dir / search_rounds.SEARCH_FILE
     return plan
 
 

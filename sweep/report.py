@@ -21,9 +21,9 @@ from bench.records import aggregate_points, load_records, write_atomic
 from bench.speedup import compare
 from sweep import layout
 from sweep import objectives as objectives_mod
-from sweep.halving import SEARCH_FILE
 from sweep.objectives import Objective
 from sweep.record import RECORDS
+from sweep.search_rounds import SEARCH_FILE
 from sweep.stats import (
     CI_METHOD,
     SUMMARY_METRICS,
@@ -548,7 +548,7 @@ def _best_line(c: dict[str, Any], objective: Objective) -> str:
 
 
 def _search_lines(search: dict[str, Any]) -> list[str]:
-    """report.md's section on a halving or descent search (sweep/halving.py's search.json)."""
+    """report.md's section on a halving or descent search (sweep/search_rounds.py's search.json)."""
     st = search.get("strategy") or {}
     budget = st.get("max_restarts") or "none"
     if search.get("search") == "descent":

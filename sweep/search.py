@@ -413,12 +413,12 @@ class Cost:
 
 @dataclass(frozen=True)
 class Accounting:
-    halving: Cost  # the search's cost, whichever search it was
+    spent: Cost  # what the search cost, whichever search it was
     grid: Cost
     name: str = "halving"
 
     def line(self) -> str:
-        h, g = self.halving, self.grid
+        h, g = self.spent, self.grid
         return (
             f"{self.name}: {h.restarts} restarts, {h.seconds:.0f} s; "
             f"full grid would be {g.restarts} restarts, {g.seconds:.0f} s"
@@ -480,7 +480,7 @@ def describe(state: State[P]) -> list[str]:
             line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
         lines.append(line)
     lines += [f"not run at level {s.level}: {s.point.point_id} ({s.reason})" for s in state.skipped]
-    if state.done and state.strategy.name == "descent":
+    if state.done:  # halving starts every point; descent names those no step reached
         ran = {r.point.point_id for rnd in state.rounds for r in rnd.runs}
         cut = {s.point.point_id for s in state.skipped}
         never = [p.point_id for p in state.points if p.point_id not in ran | cut]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_sweep_halving import measure, plan_round
 
-from sweep import halving, objectives
+from sweep import objectives, search_rounds
 from sweep.descent import Descent, Grid, replay, search
 from sweep.plan import Point
 from sweep.report import write_report
@@ -119,10 +119,12 @@ def test_replay_resumes_from_any_subset_of_the_recorded_runs() -> None:
 
 
 def test_strategy_refuses_halving_settings() -> None:
-    s = halving.strategy({"max_restarts": "5"}, objectives.make("tpot"), "descent")
+    s = search_rounds.strategy({"max_restarts": "5"}, objectives.make("tpot"), "descent")
     assert isinstance(s, Descent) and (s.max_restarts, s.higher_is_better) == (5, False)
-    with pytest.raises(halving.HalvingInputError, match="halving_eta=2: only with search=halving"):
-        halving.strategy({"halving_eta": 2}, objectives.make(), "descent")
+    with pytest.raises(
+        search_rounds.SearchInputError, match="halving_eta=2: only with search=halving"
+    ):
+        search_rounds.strategy({"halving_eta": 2}, objectives.make(), "descent")
 
 
 SPEEDS = {  # a 3 x 2 grid whose best is b12-k4

@@ -1,4 +1,4 @@
-"""sweep.halving: search=halving planned one round at a time from the level sweeps on disk."""
+"""sweep.search_rounds: search=halving planned one round at a time from the level sweeps on disk."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from test_sweep_fakes import plan_input
 from test_sweep_report import _rep_point
 
 from bench.records import write_json
-from sweep import halving, layout, objectives
+from sweep import layout, objectives, search_rounds
 from sweep.__main__ import main
 from sweep.plan import make_plan
 from sweep.report import write_report
@@ -74,9 +74,9 @@ SPEEDS = {
 
 
 def test_strategy_defaults_and_bounds() -> None:
-    s = halving.strategy({}, THROUGHPUT)
+    s = search_rounds.strategy({}, THROUGHPUT)
     assert (s.eta, s.levels, s.max_restarts, s.higher_is_better) == (3.0, 2, None, True)
-    s = halving.strategy({"halving_levels": "3", "max_restarts": 7}, objectives.make("tpot"))
+    s = search_rounds.strategy({"halving_levels": "3", "max_restarts": 7}, objectives.make("tpot"))
     assert (s.levels, s.max_restarts, s.higher_is_better) == (3, 7, False)
     for cli, named in [
         ({"halving_levels": 1}, "halving_levels=1"),
@@ -86,25 +86,25 @@ def test_strategy_defaults_and_bounds() -> None:
         ({"max_restarts": 0}, "max_restarts=0"),
         ({"max_restarts": True}, "max_restarts=True"),
     ]:
-        with pytest.raises(halving.HalvingInputError, match=named.replace(".", r"\.")):
-            halving.strategy(cli, THROUGHPUT)
+        with pytest.raises(search_rounds.SearchInputError, match=named.replace(".", r"\.")):
+            search_rounds.strategy(cli, THROUGHPUT)
 
 
 def test_screening_levels_halve_the_outputs_and_the_last_is_the_sweeps_own() -> None:
     bench = {"contexts": [512], "concurrency": [1, 8], "output_len": [64, 256], "repetitions": 3}
-    assert halving.level_bench(bench, 2, 3) == bench
-    assert halving.level_bench(bench, 1, 3)["output_len"] == [32, 128]
-    assert halving.level_bench(bench, 0, 3) == {**bench, "output_len": [16, 64]}
-    assert halving.level_bench({**bench, "output_len": [20]}, 0, 3)["output_len"] == [16]
+    assert search_rounds.level_bench(bench, 2, 3) == bench
+    assert search_rounds.level_bench(bench, 1, 3)["output_len"] == [32, 128]
+    assert search_rounds.level_bench(bench, 0, 3) == {**bench, "output_len": [16, 64]}
+    assert search_rounds.level_bench({**bench, "output_len": [20]}, 0, 3)["output_len"] == [16]
 
 
 def test_a_runs_value_per_repetition_is_the_geometric_mean_over_cells(tmp_path: Path) -> None:
     from test_sweep_fakes import write_records
 
     write_records(tmp_path / "p" / "records", 100.0, 2.0)  # 4 cells: 100 and 800 tok/s, twice
-    (value,) = halving.run_values(tmp_path / "p", THROUGHPUT)
+    (value,) = search_rounds.run_values(tmp_path / "p", THROUGHPUT)
     assert value == pytest.approx((100.0 * 800.0 * 100.0 * 800.0) ** 0.25)
-    assert halving.run_values(tmp_path / "missing", THROUGHPUT) == ()
+    assert search_rounds.run_values(tmp_path / "missing", THROUGHPUT) == ()
 
 
 def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
@@ -133,12 +133,12 @@ def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
 
     r2 = plan_round(tmp_path, 2)
     assert r2["final"] and r2["queue"] == [] and r2["sweep"]["dir"] == str(final)
-    info = json.loads((final / halving.SEARCH_FILE).read_text())
+    info = json.loads((final / search_rounds.SEARCH_FILE).read_text())
     assert info["best"] == "ddtree-b8-k4-w2048" and info["done"] and info["failed"] == []
     # 4 screening starts + the leader re-benched without a restart + the runner-up restarted
     assert (info["restarts"], info["grid_restarts"]) == (5, 4)
     assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0)}
-    assert info["cost"]["halving"]["restarts"] == 5
+    assert info["cost"]["search"]["restarts"] == 5
 
     out = write_report(final, with_plots=False)
     assert out["incomplete"] == []
@@ -154,7 +154,7 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
 ) -> None:
     plan_round(tmp_path, 0)
     screen = tmp_path / "s.screen0"
-    started = json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())["started"]
+    started = json.loads((tmp_path / "s" / search_rounds.SEARCH_FILE).read_text())["started"]
     for pid, speed in list(SPEEDS.items())[1:]:
         measure(screen, pid, speed)
     fail(screen, "ddtree-b4-k2-w2048", finished=started + 1)
@@ -164,7 +164,7 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
     assert "ddtree-b4-k2-w2048@L0" in out["incomplete"]
 
     # a new invocation (round 0) later: the failure is from before it, so it is screened again
-    monkeypatch.setattr(halving, "invocation_start", lambda _dir, _round: started + 60)
+    monkeypatch.setattr(search_rounds, "invocation_start", lambda _dir, _round: started + 60)
     again = plan_round(tmp_path, 0)
     assert [p["id"] for p in again["queue"]] == ["ddtree-b4-k2-w2048"]
     assert again["sweep"]["dir"] == str(screen)
@@ -177,7 +177,7 @@ def test_a_stop_ends_the_rounds(tmp_path: Path) -> None:
     (screen / layout.STOP).write_text("failed\n")
     r1 = plan_round(tmp_path, 1, stop_on_failure=True)
     assert r1["final"] and r1["queue"] == []
-    assert json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())["stopped"] is True
+    assert json.loads((tmp_path / "s" / search_rounds.SEARCH_FILE).read_text())["stopped"] is True
 
 
 def test_an_old_stop_marker_does_not_stop_a_new_invocation(tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_a_grid_is_one_round(tmp_path: Path) -> None:
 def test_max_restarts_caps_the_screening(tmp_path: Path) -> None:
     r0 = plan_round(tmp_path, 0, max_restarts=2)
     assert [p["id"] for p in r0["queue"]] == list(SPEEDS)[:2]
-    info = json.loads((tmp_path / "s" / halving.SEARCH_FILE).read_text())
+    info = json.loads((tmp_path / "s" / search_rounds.SEARCH_FILE).read_text())
     assert any("restart budget" in line for line in info["rounds"])
 
 

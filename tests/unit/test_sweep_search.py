@@ -60,7 +60,7 @@ def test_halving_finds_the_optimum_under_noise(seed: int) -> None:
     # every point is started once to screen it, so halving saves bench time, not restarts
     assert state.restarts >= len(grid())
     acc = account(state, 360.0, [120.0, 600.0, 3600.0])
-    assert acc.halving.seconds < 0.8 * acc.grid.seconds
+    assert acc.spent.seconds < 0.8 * acc.grid.seconds
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -267,7 +267,7 @@ def test_accounting_against_the_full_grid() -> None:
     # halving: 12 loads (one 420) + 12 screens; round 1: 3 loads, 4 x 240; round 2: 1 load
     # (pts[11] again, 420), 2 x 900
     halving = 11 * 300 + 420 + 12 * 60 + 3 * 300 + 4 * 240 + 420 + 2 * 900
-    assert (acc.halving.restarts, acc.halving.seconds) == (16, halving)
+    assert (acc.spent.restarts, acc.spent.seconds) == (16, halving)
     assert (acc.grid.restarts, acc.grid.seconds) == (12, 11 * 300 + 420 + 12 * 900)
     assert acc.line() == (
         f"halving: 16 restarts, {halving} s; full grid would be 12 restarts, "

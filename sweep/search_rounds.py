@@ -1,5 +1,6 @@
-"""`sweep.yml -e search=halving`: successive halving (sweep/search.py's rules) driven one round
-per planning call, over what the level's sweeps on disk recorded.
+"""`sweep.yml -e search=halving|descent`: a search (successive halving, sweep/search.py's rules, or
+coordinate descent, sweep/descent.py's) driven one round per planning call, over what the level's
+sweeps on disk recorded. Descent has one level, the last.
 
 - Levels: the last level is the sweep's own bench matrix, recorded in the sweep's directory like
   a grid sweep's points (the report, `winner` and deploy.yml read it as they read any sweep).
@@ -38,7 +39,7 @@ MIN_OUTPUT_LEN = 16
 MAX_LEVELS = 3  # sweep.yml plans at most this many rounds in one invocation
 
 
-class HalvingInputError(ValueError):
+class SearchInputError(ValueError):
     pass
 
 
@@ -48,7 +49,7 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
         raw, ok = int(raw.strip()), True
     if not ok or raw < low or (high is not None and raw > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise HalvingInputError(f"{name}={raw}: must be an integer {bound}")
+        raise SearchInputError(f"{name}={raw}: must be an integer {bound}")
     return int(raw)
 
 
@@ -66,19 +67,19 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
     if name == "descent":
         for key in ("halving_eta", "halving_levels"):
             if given(key) is not None:
-                raise HalvingInputError(f"{key}={given(key)}: only with search=halving")
+                raise SearchInputError(f"{key}={given(key)}: only with search=halving")
         return Descent(budget, objective.higher_is_better)
     eta_raw = given("halving_eta")
     try:
         eta = 3.0 if eta_raw is None else float(eta_raw)
     except (TypeError, ValueError):
-        raise HalvingInputError(f"halving_eta={eta_raw}: not a number") from None
+        raise SearchInputError(f"halving_eta={eta_raw}: not a number") from None
     levels_raw = given("halving_levels")
     levels = 2 if levels_raw is None else _int("halving_levels", levels_raw, 2, MAX_LEVELS)
     try:
         return search.Halving(eta, levels, budget, objective.higher_is_better)
     except ValueError as e:
-        raise HalvingInputError(str(e).replace("eta=", "halving_eta=", 1)) from None
+        raise SearchInputError(str(e).replace("eta=", "halving_eta=", 1)) from None
 
 
 def replay(
@@ -208,7 +209,7 @@ def search_info(
         if acc is not None:
             info["cost"] = {
                 "line": acc.line(),
-                "halving": {"restarts": acc.halving.restarts, "seconds": acc.halving.seconds},
+                "search": {"restarts": acc.spent.restarts, "seconds": acc.spent.seconds},
                 "grid": {"restarts": acc.grid.restarts, "seconds": acc.grid.seconds},
             }
     return info
