@@ -625,6 +625,14 @@ def _search_plan(
         strat = search_rounds.strategy(cli, objective, str(cli.get("search")))
     except search_rounds.SearchInputError as e:
         raise SweepInputError(str(e)) from None
+    distinct = sorted({c for h, c in inp.classes.items() if c and h in inp.hosts})
+    if len(distinct) > 1:
+        raise SweepInputError(
+            f"search={strat.name}: the hosts are of {len(distinct)} hardware classes "
+            f"({'; '.join(distinct)}). A search ranks points by their raw figures, with no "
+            "baseline to divide by until it is over: run it on hosts of one class (--limit), "
+            "or use search=grid, which compares each point with its own class's baseline."
+        )
     searched = [p for p in points if not p.is_baseline]
     baseline = [p for p in points if p.is_baseline]
     if not searched:

@@ -176,3 +176,12 @@ def test_several_classes_without_baselines_are_compared_raw_with_a_warning(
         "WARNING: these points were measured on several hardware classes"
         in Path(out["report"]).read_text()
     )
+
+
+@pytest.mark.parametrize("search", ["halving", "descent"])
+def test_a_search_over_hosts_of_several_classes_is_refused_before_anything_is_written(
+    tmp_path: Path, search: str
+) -> None:
+    with pytest.raises(plan.SweepInputError, match=f"search={search}: the hosts are of 2 hardware"):
+        two_class_plan(tmp_path, search=search)
+    assert not (tmp_path / "results").exists() and not list(tmp_path.rglob("search.json"))
