@@ -5,8 +5,9 @@ Per seed, the same 12 DDTREE server configurations (budget 32, 40, 48, 64 x topk
 drafter, window 2048) are searched three times, each from fresh servers:
 
 - grid: every point started once and benched at the full level; its best is the best mean;
-- halving: `sweep.search.search` with eta 3 (`--eta`) over three bench levels (LEVELS: screening,
-  middle, full), its selection rule and restart counting as that module documents them;
+- halving: `sweep.search.search` with eta 3 (`--eta`) over two bench levels (screening and full,
+  sweep.yml's default; `--levels 3` adds LEVELS' middle one), its selection rule, run-on and
+  restart counting as that module documents them;
 - descent: `sweep.descent.search`, every run at the full level, from the grid's centre.
 
 A point's server is `python -m sglang_emulator` (SGLANG_EMU_VERSION=ddtree; topk through
@@ -29,15 +30,17 @@ plain chain (topk does nothing), and the tree width is min(max(budget // 15 + 1,
 topk above budget // 15 + 1 is the same server as that value. This grid has no two identical
 servers.
 
-Restarts: round 0 starts every point once, as the grid does, and every survivor that is not the
-running configuration starts again, so halving never has fewer restarts than the grid. The last
+Restarts: round 0 starts every point once, as the grid does, so halving never has fewer restarts
+than the grid; a survivor starts again unless it is the running configuration or was benched in full
+right after its screening (run-on, in the round before the last level). The last
 column is the halving's bench time in full-level benches (each run at its level's measured share
 of a full one; the grid's is one a point); the final line turns the medians into the full-level
 bench time per point above which halving saves time, with `--load-seconds` a restart (default
 360, the target deployment's model loading). `--verbose` prints each search's rounds and its
 `sweep.search.account` lines (as run here; projected with real-host loads and time scale 1).
 
-    .venv/bin/python benchmarks/halving_vs_grid.py [--seeds 3] [--quick] [--verbose]
+    .venv/bin/python benchmarks/halving_vs_grid.py [--seeds 3] [--levels 2] [--run-on]
+        [--quick] [--verbose]
 """
 
 from __future__ import annotations
@@ -337,12 +340,18 @@ class HalvingRun:
 
 
 def run_halving(
-    workdir: Path, seed: int, levels: tuple[Level, ...], time_scale: float, eta: float
+    workdir: Path,
+    seed: int,
+    levels: tuple[Level, ...],
+    time_scale: float,
+    eta: float,
+    run_on: bool = False,
 ) -> HalvingRun:
     with servers_for(workdir, seed, time_scale) as servers:
         bench = Bench(servers, levels, seed, workdir / "halving")
         t0 = time.monotonic()
-        state, _ = search(grid(), bench.measure, Halving(eta=eta, levels=len(levels)))
+        strategy = Halving(eta=eta, levels=len(levels), run_on=run_on)
+        state, _ = search(grid(), bench.measure, strategy)
         elapsed = time.monotonic() - t0
     per_level = [statistics.mean(bench.bench_seconds.get(i) or [0.0]) for i in range(len(levels))]
     return HalvingRun(state, servers.starts, elapsed, servers.load_seconds, per_level)
@@ -381,13 +390,18 @@ def break_even(restarts: float, work: float, n: int, load_seconds: float) -> flo
 
 
 def one_seed(
-    seed: int, levels: tuple[Level, ...], time_scale: float, eta: float, load_seconds: float
+    seed: int,
+    levels: tuple[Level, ...],
+    time_scale: float,
+    eta: float,
+    load_seconds: float,
+    run_on: bool = False,
 ) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="halving-vs-grid-") as tmp:
         workdir = Path(tmp)
         model_dirs(workdir)
         grid_stats, grid_starts, grid_s = run_grid(workdir, seed, levels, time_scale)
-        h = run_halving(workdir, seed, levels, time_scale, eta)
+        h = run_halving(workdir, seed, levels, time_scale, eta, run_on)
         d_state, d_starts, d_seconds = run_descent(workdir, seed, levels, time_scale)
     if h.state.restarts != h.starts:
         print(f"seed {seed}: planned {h.state.restarts} restarts, started {h.starts}")
@@ -484,17 +498,32 @@ def main(argv: list[str] | None = None) -> int:
         "--load-seconds", type=float, default=360.0, help="one restart on the real host"
     )
     ap.add_argument("--verbose", action="store_true", help="print each halving's rounds")
+    ap.add_argument(
+        "--levels",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        help="halving's bench levels (default 2, sweep.yml's halving_levels default: the "
+        "screening level and the full one)",
+    )
+    ap.add_argument(
+        "--run-on",
+        action="store_true",
+        help="halving with run-on (sweep.yml's halving_run_on=true; off by default)",
+    )
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error(f"--seeds={a.seeds}: need at least 1")
-    levels = QUICK_LEVELS if a.quick else LEVELS
+    levels: tuple[Level, ...] = QUICK_LEVELS if a.quick else LEVELS
+    if a.levels == 2:
+        levels = (levels[0], levels[-1])
     print(f"grid: {', '.join(short(p) for p in grid())} (DDTREE, window {WINDOW})")
     for i, lv in enumerate(levels):
         print(f"level {i}: {lv.describe()}")
     t0 = time.monotonic()
     outcomes = []
     for seed in range(1, a.seeds + 1):
-        o = one_seed(seed, levels, a.time_scale, a.eta, a.load_seconds)
+        o = one_seed(seed, levels, a.time_scale, a.eta, a.load_seconds, a.run_on)
         if a.verbose:
             lines = [
                 *describe(o.halving),

@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--alive", help="take-over pass: the play's hosts, comma-separated")
     s.add_argument("--only", help="the hosts that may run the point, comma-separated")
 
+    s = command(
+        "run-on", "halving: bench a point just screened in full now, on the same server? (JSON)"
+    )
+    s.add_argument("sweep_dir", type=Path, help="the search's sweep (where search.json is)")
+    s.add_argument("point")
+
     s = command("finish-point", "record a complete point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("--archive", type=Path, required=True)
@@ -100,6 +106,8 @@ def _run(a: argparse.Namespace) -> int:
             search_rounds.write_search_file(plan.search_file, plan.search)
         if not a.dry_run and not plan.idle:
             plan_mod.record_run(plan)
+            if plan.run_on is not None:  # the last level's sweep.json, before a point lands there
+                plan_mod.record_run(plan.run_on)
             progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
         print(json.dumps(plan.to_dict()))
         return 0
@@ -143,6 +151,11 @@ def _run(a: argparse.Namespace) -> int:
             print(f"report: {out['report']}\nsummary: {out['summary']}")
             for line in out["best"]:
                 print(f"best {line}")
+        return 0
+    if a.command == "run-on":
+        from sweep import search_rounds
+
+        print(json.dumps({**search_rounds.run_on(a.sweep_dir, a.point), "started": time.time()}))
         return 0
     if a.command == "winner":
         from sweep import deploy

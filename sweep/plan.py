@@ -416,6 +416,9 @@ class Plan:
     search: dict[str, Any] | None = None
     search_file: Path | None = None
     classes: dict[str, str] = field(default_factory=dict)
+    # halving's round before the last: the last level's plan, for the full benches its points
+    # may take right after screening (queue items' `run_on`) and for its baseline
+    run_on: Plan | None = None
 
     @property
     def pending(self) -> list[Point]:
@@ -450,23 +453,38 @@ class Plan:
                 out["reused_from"] = store.origin(self.reuse[p.point_id])
             return out
 
+        queue = [] if self.idle else [point(p) for p in self.pending]
+        if self.run_on is not None and queue:
+            full = self.run_on.to_dict()
+            searched = {p.point_id for p in self.run_on.points if not p.is_baseline}
+            for item in queue:
+                if item["id"] in searched:
+                    ident = self.run_on.identities.get(item["id"])
+                    item["run_on"] = {"sweep": full["sweep"], "identity": ident}
+            # its baseline in this round, as a finalist benched on needs no last one; first, so
+            # that the configuration running after the round is the last one screened
+            queue = [{**b, "sweep": full["sweep"]} for b in full["queue"] if b["baseline"]] + queue
         return {
-            "sweep": {
-                "name": self.name,
-                "dir": str(self.sweep_dir),
-                "bench": self.bench,
-                "stop_on_failure": self.stop_on_failure,
-                "run_started": self.run_started,
-                "total": len(self.points),
-            },
+            "sweep": self.sweep_dict(),
             "points": [point(p) for p in self.points],
-            # every host walks this queue, claiming each point before running it (sweep/claims.py)
-            "queue": [] if self.idle else [point(p) for p in self.pending],
+            # every host walks this queue, claiming each point before running it (sweep/claims.py);
+            # an item with `sweep` belongs to that sweep instead
+            "queue": queue,
             "round": self.round,
             "final": self.final,
             "search": self.search,
             "hosts": self.hosts,
             "summary": self.summary(),
+        }
+
+    def sweep_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dir": str(self.sweep_dir),
+            "bench": self.bench,
+            "stop_on_failure": self.stop_on_failure,
+            "run_started": self.run_started,
+            "total": len(self.points),
         }
 
 
@@ -644,11 +662,12 @@ def _search_plan(
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
     stopped = round_index > 0 and search_rounds.stopped(sweep_dir, strat.levels, since)
-    info = search_rounds.search_info(sweep_dir, strat, since, state, stopped)
+    info = search_rounds.search_info(sweep_dir, strat, since, state, stopped, objective)
     last = strat.last_level
     if state.pending and not stopped:
-        lv = state.pending[0].level
-        todo = [r.point for r in state.pending] + (baseline if lv == last else [])
+        screening = [r for r in state.pending if not r.run_on]
+        lv = screening[0].level
+        todo = [r.point for r in screening] + (baseline if lv == last else [])
         plan = _level_plan(
             inp,
             search_rounds.level_name(sweep_dir.name, lv, strat.levels),
@@ -656,8 +675,11 @@ def _search_plan(
             search_rounds.level_bench(bench, lv, strat.levels),
             todo,
         )
+        may_run_on = [r.point for r in state.pending if r.run_on]
+        if may_run_on:
+            plan.run_on = _level_plan(inp, sweep_dir.name, sweep_dir, bench, may_run_on + baseline)
     else:
-        finals = [r.point for rnd in state.rounds if rnd.level == last for r in rnd.runs]
+        finals = [r.point for rnd in state.rounds for r in rnd.runs if r.level == last]
         plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
         plan.idle = plan.final = True
     plan.search = info

@@ -527,10 +527,17 @@ def to_markdown(
     return "\n".join(lines) + "\n"
 
 
-def incomplete(sweep_dir: Path, points: list[Any]) -> list[str]:
-    """Points the latest run planned that are not complete (failed, or never ran)."""
+def incomplete(
+    sweep_dir: Path, points: list[Any], search: dict[str, Any] | None = None
+) -> list[str]:
+    """Points the latest run planned that are not complete (failed, or never ran). A search
+    that is over planned only its full benches (search.json's `full`) and the baseline: a point
+    a halving round might have benched on and did not is not missing."""
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or []
     planned = runs[-1].get("points", []) if runs else [p.point_id for p in points]
+    if search and search.get("done") and isinstance(search.get("full"), list):
+        wanted = set(search["full"]) | {p.point_id for p in points if p.baseline}
+        planned = [pid for pid in planned if pid in wanted]
     status = {p.point_id: p.status for p in points}
     return [pid for pid in planned if status.get(pid) != "complete"]
 
@@ -560,8 +567,11 @@ def _search_lines(search: dict[str, Any]) -> list[str]:
     else:
         about = (
             f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
-            f"{budget}): the points above are the finalists, measured with the full bench; the "
-            "screening runs are in the sibling sweeps `<sweep>.screen<level>`."
+            f"{budget}): the points above were measured with the full bench: the finalists, and "
+            "in the round before the last the points benched at once after their screening, on "
+            "the server still running them, because they led the round so far (`+full`: no "
+            "second start for them). The screening runs are in the sibling sweeps "
+            "`<sweep>.screen<level>`."
         )
     lines = [
         "## Search",
@@ -602,7 +612,12 @@ def write_report(
     """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective or SLO
     (sweep.objectives.make) before anything is written."""
     obj = objectives_mod.make(objective, slo_ttft_ms, slo_tpot_ms)
+    search = layout.read_json(sweep_dir / SEARCH_FILE)
     points = load_points(sweep_dir, obj)
+    if search and search.get("done") and isinstance(search.get("full"), list):
+        # a point halving screened out was never to be benched in full: its Search line names it
+        full = set(search["full"])
+        points = [p for p in points if p.baseline or p.point_id in full or p.status != "not run"]
     table = rows(points, obj.name)
     cells = winners(table, obj)
     plots: list[str] = []
@@ -611,7 +626,6 @@ def write_report(
 
         plots = write_plots(sweep_dir, table)
     write_atomic(sweep_dir / "summary.csv", to_csv(table))
-    search = layout.read_json(sweep_dir / SEARCH_FILE)
     md = to_markdown(sweep_dir.name, points, table, plots, obj, cells)
     if search:
         md += "\n" + "\n".join(_search_lines(search)) + "\n"
@@ -623,7 +637,7 @@ def write_report(
         "points": {p.point_id: p.status for p in points},
         # a search's failed runs (this invocation's, at any level) count too, and so does a
         # search the playbook's rounds did not finish
-        "incomplete": incomplete(sweep_dir, points)
+        "incomplete": incomplete(sweep_dir, points, search)
         + list((search or {}).get("failed") or [])
         + (
             [f"{search['search']} search not over (rerun to go on)"]

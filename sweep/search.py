@@ -22,6 +22,13 @@ The rule, one round per level:
   value: the value itself).
 - The survivors run at the next level; a lone survivor goes straight to the last level (there is
   nothing left to compare it with). The round at the last level is the final one.
+- Run-on (`run_on=True`; off by default), in the round before the last level: right after a
+  point's run, while its configuration is still running, it is also run at the last level when
+  its mean is among the k best
+  (k = ceil(runs in the round / eta)) of the round's points measured so far (`runs_on`). The
+  last round then runs only the survivors not run on, and ranks everything run at the last
+  level. The first k points of the round always run on; later ones only when they lead. Off:
+  every survivor not running starts again in the last round.
 - The best point is the top of the ranking of the deepest round that measured anything.
 - Order within a round: the configuration already running (the last run of the previous round)
   first, it needs no restart; then the order given. Restarts are configuration changes, the
@@ -38,10 +45,15 @@ the prompts' own variance is common to every point and nearly everything survive
 (benchmarks/README.md, halving_vs_grid).
 
 Every point is started at least once (round 0), so halving never needs fewer restarts than the
-grid's one per point, and each survivor that is not the running configuration adds one. What it
-saves is bench time: it pays when the full bench of the points it drops costs more than its extra
-restarts (`account` puts the two side by side). sweep/descent.py is the search that saves
-restarts.
+grid's one per point, and each survivor that is not the running configuration starts again.
+Run-on takes those starts back (the k best finalists were among the leaders when they were
+screened; with two levels only a finalist kept as a statistical tie with the k-th starts again)
+and pays with the full bench of every point that led when it was screened and was beaten later:
+the first k always, and on a surface that rises along the run order nearly every point (the
+emulator's 12-point grid: all 12). So it is off by default: halving is for hosts where the full
+bench costs more than a start, and there run-on spends what halving saves. What halving saves is
+bench time (`account` puts restarts and time side by side with the grid's); sweep/descent.py is
+the search that saves restarts.
 
 The state is a function of (points, strategy, recorded measurements) only: `replay` rebuilds it
 from the measurements a driver recorded (in any order, duplicates: the last one counts), so a
@@ -49,7 +61,9 @@ loop that runs one ansible play per round and reads results back from files resu
 
     state = replay(points, measurements, strategy)
     while not state.done:
-        run state.pending (point, level) in that order; record Measurement(point_id, level, values)
+        run state.pending (point, level) in that order (a run-on only when `runs_on` says so,
+        asked once the point's run before it is recorded); record Measurement(point_id, level,
+        values)
         state = replay(points, measurements, strategy)
     state.best
 
@@ -104,6 +118,7 @@ class Halving:
     levels: int = 3
     max_restarts: int | None = None
     higher_is_better: bool = True
+    run_on: bool = False  # bench a leader at the last level right after its screening (runs_on)
     name: ClassVar[str] = "halving"
 
     def __post_init__(self) -> None:
@@ -159,6 +174,8 @@ class Run(Generic[P]):
     point: P
     level: int
     restart: bool  # the server has to be (re)started for this run
+    # the last level's bench right after the point's screening, on the server already running it
+    run_on: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,14 +258,16 @@ def select(
     by_id: Mapping[str, Stats],
     eta: float,
     values: Mapping[str, Sequence[float]] | None = None,
+    k: int | None = None,
 ) -> tuple[P, ...]:
-    """Survivors, best first: the top ceil(m / eta) of the m ranked points, plus every other
-    point the k-th best does not beat: with two or more `values` (repetitions) on both sides,
-    a difference the t-test of sweep.stats.compare_repetitions (paired when the repetitions
-    pair up) does not find significant; otherwise overlapping CIs (one value: equal values)."""
+    """Survivors, best first: the top k = ceil(m / eta) of the m ranked points (or the `k`
+    given), plus every other point the k-th best does not beat: with two or more `values`
+    (repetitions) on both sides, a difference the t-test of sweep.stats.compare_repetitions
+    (paired when the repetitions pair up) does not find significant; otherwise overlapping CIs
+    (one value: equal values)."""
     if not ranking:
         return ()
-    k = max(1, math.ceil(len(ranking) / eta))
+    k = min(len(ranking), k if k is not None else max(1, math.ceil(len(ranking) / eta)))
     ref = ranking[k - 1].point_id
 
     def contender(p: P) -> bool:
@@ -329,21 +348,96 @@ def replay(points: Sequence[P], measurements: Iterable[Measurement], strategy: H
     rounds: list[Round[P]] = []
     candidates: tuple[P, ...] = tuple(points)
     level, running, used = 0, None, 0
+    last = strategy.last_level
+    ran_on: tuple[Run[P], ...] = ()  # the previous round's full benches, taken while screening
     while True:
-        runs, skipped = _schedule(candidates, order, level, running, budget - used)
-        pending = tuple(r for r in runs if (r.point.point_id, level) not in recorded)
+        ran = {r.point.point_id for r in ran_on}
+        todo = tuple(p for p in candidates if p.point_id not in ran)
+        runs, skipped = _schedule(todo, order, level, running, budget - used)
+        if level == last - 1 and strategy.run_on:
+            runs = _with_run_on(runs, recorded, strategy)
+        pending = tuple(r for r in runs if (r.point.point_id, r.level) not in recorded)
         base = Round(len(rounds), level, runs, skipped)
-        if pending or not runs:
+        if pending or not (runs or ran_on):
             rounds.append(base)
             return State(strategy, tuple(points), tuple(rounds), pending)
-        rnd = _measured(base, recorded, strategy, final=level == strategy.last_level)
+        rnd = _measured(base, recorded, strategy, level == last, ran_on)
         rounds.append(rnd)
         used += sum(r.restart for r in runs)
-        running = runs[-1].point.point_id
+        running = runs[-1].point.point_id if runs else running
         if not rnd.kept:
             return State(strategy, tuple(points), tuple(rounds), ())
         candidates = rnd.kept
-        level = strategy.last_level if len(rnd.kept) == 1 else level + 1
+        ran_on = tuple(r for r in runs if r.run_on)
+        level = last if len(rnd.kept) == 1 else level + 1
+
+
+def _with_run_on(
+    runs: tuple[Run[P], ...], recorded: Mapping[tuple[str, int], Measurement], strategy: Halving
+) -> tuple[Run[P], ...]:
+    """The round before the last level, with a run-on after each screening run that may still
+    be followed by one (the screening not recorded yet: `runs_on` decides once it is) or was
+    (it leads, and its last level is recorded). A point screened whose full bench was not taken
+    right then goes to the last round like any survivor; so does its record there."""
+    last = strategy.last_level
+    out: list[Run[P]] = []
+    for r in runs:
+        out.append(r)
+        pid = r.point.point_id
+        if (pid, r.level) not in recorded or (
+            (pid, last) in recorded and _leads(runs, recorded, strategy, pid)
+        ):
+            out.append(Run(r.point, last, restart=False, run_on=True))
+    return tuple(out)
+
+
+def _leads(
+    screening: Sequence[Run[P]],
+    recorded: Mapping[tuple[str, int], Measurement],
+    strategy: Halving,
+    point_id: str,
+) -> bool:
+    """Whether `point_id`'s mean is among the k best (k = ceil(runs / eta)) of the runs
+    recorded up to it, in run order (failed runs are out)."""
+    so_far: dict[str, Stats] = {}
+    for r in screening:
+        m = recorded.get((r.point.point_id, r.level))
+        if m is not None and m.values:
+            so_far[r.point.point_id] = stats(m.values)
+        if r.point.point_id == point_id:
+            break
+    if point_id not in so_far:
+        return False
+    k = max(1, math.ceil(len(screening) / strategy.eta))
+    ranking = rank(
+        [r.point for r in screening if r.point.point_id in so_far],
+        so_far,
+        strategy.higher_is_better,
+    )
+    return any(p.point_id == point_id for p in ranking[:k])
+
+
+def runs_on(
+    points: Sequence[P], measurements: Iterable[Measurement], strategy: Halving, point_id: str
+) -> bool:
+    """Whether `point_id`, just screened at the level before the last, gets the last level's
+    bench now, while its configuration is still running: when its mean is among the k best
+    (k = ceil(runs in the round / eta), as `select`'s) of the round's points screened so far, in
+    run order. A point among the k best of the round is among the k best of every prefix, so
+    the top k finalists are never started twice; a finalist kept only because the k-th best
+    does not beat it significantly starts again in the last round. What it costs is the full
+    bench of points that lead early and are beaten later: the first k always run on."""
+    if not strategy.run_on:
+        return False
+    recorded = {(m.point_id, m.level): m for m in measurements}
+    state = replay(points, recorded.values(), strategy)
+    for rnd in state.rounds:
+        screening = [r for r in rnd.runs if not r.run_on]
+        if rnd.level == strategy.last_level - 1 and any(
+            r.point.point_id == point_id for r in screening
+        ):
+            return _leads(screening, recorded, strategy, point_id)
+    return False
 
 
 def _measured(
@@ -351,18 +445,22 @@ def _measured(
     recorded: Mapping[tuple[str, int], Measurement],
     strategy: Halving,
     final: bool,
+    ran_on: Sequence[Run[P]] = (),
 ) -> Round[P]:
+    """The round's ranking at its level; the last round's includes the full benches the round
+    before took while screening (`ran_on`)."""
     by_id: dict[str, Stats] = {}
     failed: list[P] = []
-    for r in rnd.runs:
+    ranked = [r for r in (*ran_on, *rnd.runs) if r.level == rnd.level]
+    for r in ranked:
         values = recorded[(r.point.point_id, rnd.level)].values
         if values:
             by_id[r.point.point_id] = stats(values)
         else:
             failed.append(r.point)
-    measured = (r.point for r in rnd.runs if r.point.point_id in by_id)
+    measured = (r.point for r in ranked if r.point.point_id in by_id)
     ranking = rank(measured, by_id, strategy.higher_is_better)
-    per_run = {r.point.point_id: recorded[(r.point.point_id, rnd.level)].values for r in rnd.runs}
+    per_run = {r.point.point_id: recorded[(r.point.point_id, rnd.level)].values for r in ranked}
     kept = () if final else select(ranking, by_id, strategy.eta, per_run)
     return Round(
         index=rnd.index,
@@ -396,6 +494,8 @@ def search(
     state = replay(points, recorded, strategy)
     while not state.done:
         for run in state.pending:
+            if run.run_on and not runs_on(points, recorded, strategy, run.point.point_id):
+                continue
             values = tuple(float(v) for v in measure(run.point, run.level))
             recorded.append(Measurement(run.point.point_id, run.level, values))
         state = replay(points, recorded, strategy)
@@ -468,8 +568,20 @@ def account(
 def describe(state: State[P]) -> list[str]:
     """One line per round, then the points left out and why, then the outcome."""
     lines = []
+    waiting = {(r.point.point_id, r.level) for r in state.pending}
     for rnd in state.rounds:
-        ids = ", ".join(r.point.point_id for r in rnd.runs) or "-"
+        # a full bench taken on (recorded, not waiting for its screening) shows as "+full"
+        on = {r.point.point_id for r in rnd.runs if r.run_on} - {
+            pid for pid, lv in waiting if lv != rnd.level
+        }
+        ids = (
+            ", ".join(
+                r.point.point_id + (" +full" if r.point.point_id in on else "")
+                for r in rnd.runs
+                if not r.run_on
+            )
+            or "-"
+        )
         restarts = sum(r.restart for r in rnd.runs)
         line = f"round {rnd.index} level {rnd.level}: {ids} ({restarts} restarts)"
         if rnd.kept:

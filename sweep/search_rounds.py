@@ -10,7 +10,14 @@ sweeps on disk recorded. Descent has one level, the last.
 - A run's value for the search, one per repetition: the geometric mean over the level's cells of
   the report's objective (throughput, TPOT p50 or goodput, sweep/objectives.py), scale-free
   across concurrencies. A point whose record gives no value counts as failed.
-- The baseline is not searched: it runs once, at the last level, after the finalists.
+- The baseline is not searched: it runs once, at the last level, after the finalists; with
+  halving, first in the round before the last (its finalists may all be benched on, leaving no
+  last round; first, so that the configuration running after that round is its last screened).
+- Run-on (halving): in the round before the last level each screened point may be benched in full
+  right away, on the server still running it (search.runs_on decides, on the controller, from the
+  screening runs recorded so far: `python -m sweep run-on`); a finalist benched that way is not
+  started again. The round's queue items carry what that needs (`run_on`: the last level's sweep
+  and the point's identity there).
 - Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
   this invocation (round 0 stamps the invocation in search.json), so a rerun retries it as a grid
   rerun retries a failed point. After a stop_on_failure stop no later round runs.
@@ -25,13 +32,15 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.records import load_records, write_json
-from sweep import descent, layout, search
+from sweep import descent, layout, objectives, search
 from sweep.descent import Descent
 from sweep.objectives import Objective
+from sweep.plan import as_bool
 from sweep.record import RECORDS
 
 SEARCH_FILE = "search.json"
@@ -55,8 +64,8 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
 
 def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -> search.Strategy:
     """The search's settings from the command line: for halving, halving_eta (keep 1/eta per
-    round, default 3) and halving_levels (2 or 3, default 2: one screening level); for either
-    search, max_restarts (no limit)."""
+    round, default 3), halving_levels (2 or 3, default 2: one screening level) and
+    halving_run_on (default false); for either search, max_restarts (no limit)."""
 
     def given(key: str) -> Any:
         raw = cli.get(key)
@@ -65,7 +74,7 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
     budget_raw = given("max_restarts")
     budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
     if name == "descent":
-        for key in ("halving_eta", "halving_levels"):
+        for key in ("halving_eta", "halving_levels", "halving_run_on"):
             if given(key) is not None:
                 raise SearchInputError(f"{key}={given(key)}: only with search=halving")
         return Descent(budget, objective.higher_is_better)
@@ -77,7 +86,11 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
     levels_raw = given("halving_levels")
     levels = 2 if levels_raw is None else _int("halving_levels", levels_raw, 2, MAX_LEVELS)
     try:
-        return search.Halving(eta, levels, budget, objective.higher_is_better)
+        run_on = as_bool("halving_run_on", given("halving_run_on"), search.Halving.run_on)
+    except ValueError as e:
+        raise SearchInputError(str(e)) from None
+    try:
+        return search.Halving(eta, levels, budget, objective.higher_is_better, run_on)
     except ValueError as e:
         raise SearchInputError(str(e).replace("eta=", "halving_eta=", 1)) from None
 
@@ -165,13 +178,12 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
     loads: dict[str, float] = {}
     bench: list[list[float]] = [[] for _ in range(levels)]
     for rnd in state.rounds:
-        d = level_dir(sweep_dir, rnd.level, levels)
-        for run in rnd.runs:
-            t = _timings(d, run.point.point_id)
+        for run in rnd.runs:  # a full bench taken on is at the last level, in its round
+            t = _timings(level_dir(sweep_dir, run.level, levels), run.point.point_id)
             if t.get("restarted") and isinstance(t.get("load_s"), (int, float)):
                 loads.setdefault(run.point.point_id, float(t["load_s"]))
             if isinstance(t.get("bench_s"), (int, float)):
-                bench[rnd.level].append(float(t["bench_s"]))
+                bench[run.level].append(float(t["bench_s"]))
     if not bench[-1] or not loads:
         return None
     per_level = [statistics.median(b) if b else 0.0 for b in bench]
@@ -184,9 +196,13 @@ def search_info(
     started: float,
     state: search.State[Any],
     stopped: bool,
+    objective: Objective,
 ) -> dict[str, Any]:
     failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
-    settings: dict[str, Any] = {"eta": strat.eta} if isinstance(strat, search.Halving) else {}
+    settings: dict[str, Any] = (
+        {"eta": strat.eta, "run_on": strat.run_on} if isinstance(strat, search.Halving) else {}
+    )
+    last = strat.last_level
     info: dict[str, Any] = {
         "search": strat.name,
         "strategy": {
@@ -203,6 +219,19 @@ def search_info(
         "grid_restarts": len(state.points),
         "failed": failed,
         "best": state.best.point_id if state.best is not None else None,
+        # what `run-on` needs to decide as the search would: the points in order, the objective
+        "points": [p.point_id for p in state.points],
+        "objective": {
+            "name": objective.name,
+            "slo_ttft_ms": objective.slo_ttft_ms,
+            "slo_tpot_ms": objective.slo_tpot_ms,
+        },
+        # the points measured (or to be) at the last level, the full benches taken on included
+        "full": list(
+            dict.fromkeys(
+                r.point.point_id for rnd in state.rounds for r in rnd.runs if r.level == last
+            )
+        ),
     }
     if state.done:
         acc = accounting(state, sweep_dir)
@@ -238,3 +267,36 @@ def stopped(sweep_dir: Path, levels: int, since: float) -> bool:
         except OSError:
             continue
     return False
+
+
+@dataclass(frozen=True)
+class _Id:
+    point_id: str
+
+
+def run_on(sweep_dir: Path, point_id: str) -> dict[str, Any]:
+    """Whether the point just screened is benched in full now (search.runs_on, with what the
+    level sweeps recorded, as the next planning call would see it): {"run": bool, "why": ...}.
+    `sweep_dir` is the search's own (the last level's) directory, where search.json is."""
+    info = layout.read_json(sweep_dir / SEARCH_FILE) or {}
+    st = info.get("strategy") or {}
+    if info.get("search") != "halving" or not info.get("points"):
+        raise SearchInputError(f"{sweep_dir}: no halving search recorded there ({SEARCH_FILE})")
+    if layout.point_status(sweep_dir, point_id) == "complete":
+        return {"run": False, "why": "measured in full already"}
+    strat = search.Halving(
+        float(st["eta"]),
+        int(st["levels"]),
+        st.get("max_restarts"),
+        bool(st["higher_is_better"]),
+        bool(st.get("run_on", False)),
+    )
+    obj = info.get("objective") or {}
+    objective = objectives.make(
+        str(obj.get("name")), obj.get("slo_ttft_ms"), obj.get("slo_tpot_ms")
+    )
+    points = [_Id(str(pid)) for pid in info["points"]]
+    measured = measurements(points, sweep_dir, strat, objective, float(info.get("started") or 0.0))
+    if search.runs_on(points, measured, strat, point_id):
+        return {"run": True, "why": "among the best screened so far"}
+    return {"run": False, "why": "behind the best screened so far"}

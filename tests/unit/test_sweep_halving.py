@@ -13,7 +13,7 @@ from test_sweep_fakes import plan_input
 from test_sweep_report import _rep_point
 
 from bench.records import write_json
-from sweep import layout, objectives, search_rounds
+from sweep import layout, objectives, search, search_rounds
 from sweep.__main__ import main
 from sweep.plan import make_plan
 from sweep.report import write_report
@@ -29,12 +29,19 @@ def server(pid: str) -> dict[str, Any]:
     return {"algorithm": "DDTREE", "budget": int(b[1:]), "topk": int(k[1:]), "window": int(w[1:])}
 
 
-def measure(d: Path, pid: str, mean: float, load_s: float = 10.0, bench_s: float = 5.0) -> None:
+def measure(
+    d: Path,
+    pid: str,
+    mean: float,
+    load_s: float = 10.0,
+    bench_s: float = 5.0,
+    restarted: bool = True,
+) -> None:
     """A complete run of `pid` in sweep dir `d`: three repetitions around `mean` tok/s."""
     _rep_point(d, pid, [mean - 1.0, mean, mean + 1.0], server=server(pid))
     meta = layout.read_json(d / pid / layout.POINT_FILE) or {}
     timings = {
-        "restarted": True,
+        "restarted": restarted,
         "load_s": load_s,
         "bench_s": bench_s,
         "overhead_s": 1.0,
@@ -107,46 +114,85 @@ def test_a_runs_value_per_repetition_is_the_geometric_mean_over_cells(tmp_path: 
     assert search_rounds.run_values(tmp_path / "missing", THROUGHPUT) == ()
 
 
+def screen_round(queue: list[dict[str, Any]], speeds: dict[str, float], final: Path) -> list[str]:
+    """What the hosts do with a screening round's queue: the baseline (first), then each point
+    screened and benched in full at once (no restart) when `python -m sweep run-on` says so.
+    Returns the points benched on."""
+    ran_on = []
+    for item in queue:
+        pid = item["id"]
+        if item["baseline"]:
+            assert item["sweep"]["dir"] == str(final)
+            measure(final, pid, 90.0)
+            continue
+        assert "sweep" not in item and item["run_on"]["sweep"]["dir"] == str(final)
+        measure(final.with_name(final.name + ".screen0"), pid, speeds[pid])
+        if search_rounds.run_on(final, pid)["run"]:
+            measure(final, pid, speeds[pid] * 2, restarted=False)
+            ran_on.append(pid)
+    return ran_on
+
+
 def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
     tmp_path: Path,
 ) -> None:
-    r0 = plan_round(tmp_path, 0)
-    screen = tmp_path / "s.screen0"
+    # b4-k4 is screened third, behind both before it: the one not benched on
+    speeds = {**SPEEDS, "ddtree-b4-k4-w2048": 50.0}
+    r0 = plan_round(tmp_path, 0, halving_run_on=True)
+    screen, final = tmp_path / "s.screen0", tmp_path / "s"
     assert r0["sweep"]["dir"] == str(screen) and not r0["final"]
-    assert [p["id"] for p in r0["queue"]] == list(SPEEDS)  # no baseline while screening
+    assert [p["id"] for p in r0["queue"]] == ["baseline", *SPEEDS]  # the baseline first
     assert r0["sweep"]["bench"]["output_len"] == [32]  # the sweep's own 64, halved
-    for pid, speed in SPEEDS.items():
-        measure(screen, pid, speed)
-
-    r1 = plan_round(tmp_path, 1)
-    final = tmp_path / "s"
-    assert r1["sweep"]["dir"] == str(final) and r1["sweep"]["bench"]["output_len"] == [64]
-    # eta 2: the better half, the running configuration (screened last) first, then the baseline
-    assert [p["id"] for p in r1["queue"]] == [
-        "ddtree-b8-k4-w2048",
+    assert r0["queue"][1]["run_on"]["sweep"]["bench"]["output_len"] == [64]
+    assert "identity" in r0["queue"][1]["run_on"]  # None: the fake host published none
+    assert (final / "sweep.json").is_file()  # before any point lands there
+    assert screen_round(r0["queue"], speeds, final) == [
+        "ddtree-b4-k2-w2048",
         "ddtree-b8-k2-w2048",
-        "baseline",
+        "ddtree-b8-k4-w2048",
     ]
-    for pid in ("ddtree-b8-k4-w2048", "ddtree-b8-k2-w2048"):
-        measure(final, pid, SPEEDS[pid] * 2)
-    measure(final, "baseline", 90.0)
 
-    r2 = plan_round(tmp_path, 2)
-    assert r2["final"] and r2["queue"] == [] and r2["sweep"]["dir"] == str(final)
+    # eta 2: the finalists b8-k4 and b8-k2 were both benched on: nothing left to start
+    r1 = plan_round(tmp_path, 1, halving_run_on=True)
+    assert r1["final"] and r1["queue"] == [] and r1["sweep"]["dir"] == str(final)
     info = json.loads((final / search_rounds.SEARCH_FILE).read_text())
     assert info["best"] == "ddtree-b8-k4-w2048" and info["done"] and info["failed"] == []
-    # 4 screening starts + the leader re-benched without a restart + the runner-up restarted
-    assert (info["restarts"], info["grid_restarts"]) == (5, 4)
+    assert info["full"] == ["ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048", "ddtree-b8-k4-w2048"]
+    # 4 screening starts, no second start: as many as the grid
+    assert (info["restarts"], info["grid_restarts"]) == (4, 4)
     assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0)}
-    assert info["cost"]["search"]["restarts"] == 5
+    assert info["cost"]["search"] == {"restarts": 4, "seconds": 4 * 10.0 + 4 * 5.0 + 3 * 5.0}
 
     out = write_report(final, with_plots=False)
     assert out["incomplete"] == []
     assert out["best"][-1] == info["cost"]["line"]
     md = (final / "report.md").read_text()
-    assert "## Search" in md and "round 1 level 1" in md and info["cost"]["line"] in md
-    # what round 2 found is not planned again: its runs were recorded, nothing new started
+    assert "## Search" in md and "+full" in md and info["cost"]["line"] in md
+    # what round 1 found is not planned again: its runs were recorded, nothing new started
     assert len(layout.read_sweep(final)["runs"]) == 1
+
+
+def test_a_finalist_not_benched_on_is_started_again_in_the_last_round(tmp_path: Path) -> None:
+    r0 = plan_round(tmp_path, 0, halving_run_on=True)
+    final = tmp_path / "s"
+    # the hosts screened every point but benched none on (say the run-on step was cut short)
+    for item in r0["queue"]:
+        if not item["baseline"]:
+            measure(tmp_path / "s.screen0", item["id"], SPEEDS[item["id"]])
+    r1 = plan_round(tmp_path, 1, halving_run_on=True)
+    assert r1["sweep"]["dir"] == str(final)
+    # the running configuration (screened last) first, then the runner-up, then the baseline
+    assert [p["id"] for p in r1["queue"]] == [
+        "ddtree-b8-k4-w2048",
+        "ddtree-b8-k2-w2048",
+        "baseline",
+    ]
+    assert all("run_on" not in p for p in r1["queue"])
+
+
+def test_run_on_refuses_a_sweep_without_a_halving_search(tmp_path: Path) -> None:
+    with pytest.raises(search_rounds.SearchInputError, match="no halving search recorded"):
+        search_rounds.run_on(tmp_path, "ddtree-b4-k2-w2048")
 
 
 def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
@@ -211,3 +257,28 @@ def test_halving_needs_points_to_search(tmp_path: Path) -> None:
 
     with pytest.raises(SweepInputError, match="search=halving"):
         make_plan(plan_input(tmp_path, search="halving", budget="16", algorithm="NONE"))
+
+
+def test_a_full_bench_taken_on_is_recorded_under_the_last_level_identity(tmp_path: Path) -> None:
+    from test_sweep_store import CAPABILITIES
+
+    cli = {**GRID, "sweep_name": "s", "halving_run_on": True}
+    inp = {**plan_input(tmp_path, **cli), "server": CAPABILITIES}
+    item = make_plan(inp).to_dict()["queue"][1]  # [0]: the baseline
+    screening, full = item["identity"], item["run_on"]["identity"]
+    assert screening["digest"] and full["digest"] and screening["digest"] != full["digest"]
+    assert full["bench"]["output_len"] == [64] and screening["bench"]["output_len"] == [32]
+
+
+def test_run_on_is_off_unless_asked_for_and_is_validated(tmp_path: Path) -> None:
+    s = search_rounds.strategy({"halving_run_on": "true"}, THROUGHPUT)
+    assert isinstance(s, search.Halving) and s.run_on is True
+    default = search_rounds.strategy({}, THROUGHPUT)
+    assert isinstance(default, search.Halving) and default.run_on is False
+    with pytest.raises(search_rounds.SearchInputError, match="halving_run_on=maybe"):
+        search_rounds.strategy({"halving_run_on": "maybe"}, THROUGHPUT)
+    with pytest.raises(search_rounds.SearchInputError, match="halving_run_on=true: only with"):
+        search_rounds.strategy({"halving_run_on": "true"}, THROUGHPUT, "descent")
+    r0 = plan_round(tmp_path, 0)
+    assert [p["id"] for p in r0["queue"]] == list(SPEEDS)  # the baseline in the last round
+    assert all("run_on" not in p for p in r0["queue"])

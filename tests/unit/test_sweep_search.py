@@ -140,15 +140,70 @@ def test_restarts_count_configuration_changes_and_the_running_one_goes_first() -
     pts = grid()  # 12 points
     # the last point screened is among the best: it starts round 1 with no restart
     values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
-    state, _ = search(pts, table(values), Halving(eta=3, levels=3))
+    state, _ = search(pts, table(values), Halving(eta=3, levels=3, run_on=True))
     r0, r1, r2 = state.rounds
     assert [r.restart for r in r0.runs] == [True] * 12  # the first start counts
-    assert [r.point for r in r1.runs] == [pts[11], pts[8], pts[9], pts[10]]
-    assert [r.restart for r in r1.runs] == [False, True, True, True]
-    assert [r.point for r in r2.runs] == [pts[10], pts[11]]
-    assert [r.restart for r in r2.runs] == [False, True]
-    assert state.restarts == 12 + 3 + 1
+    assert not any(r.run_on for r in r0.runs)  # level 0 is not the one before the last
+    screened = [r for r in r1.runs if not r.run_on]
+    assert [r.point for r in screened] == [pts[11], pts[8], pts[9], pts[10]]
+    assert [r.restart for r in screened] == [False, True, True, True]
+    # each of them led the points screened before it (k = ceil(4/3) = 2): benched in full
+    # right after its screening, on the same server
+    assert [(r.point, r.level, r.run_on, r.restart) for r in r1.runs[:2]] == [
+        (pts[11], 1, False, False),
+        (pts[11], 2, True, False),
+    ]
+    assert [r.point for r in r1.runs if r.run_on] == [pts[11], pts[8], pts[9], pts[10]]
+    # the finalists (pts[11], pts[10]) were benched in full already: no run, no restart
+    assert r2.runs == () and r2.complete
+    assert [p.point_id for p in r2.ranking] == [pts[i].point_id for i in (11, 10, 9, 8)]
+    assert state.restarts == 12 + 3
     assert state.best == pts[11]
+
+
+def test_a_point_screened_after_better_ones_is_not_benched_on() -> None:
+    pts = grid()[:6]
+    # screening order pts[0..5]; k = ceil(6/3) = 2. pts[0] and pts[1] lead when screened;
+    # pts[2] is third of three; pts[3] is the best; pts[4], pts[5] trail.
+    values = {
+        pts[0].point_id: [50.0],
+        pts[1].point_id: [60.0],
+        pts[2].point_id: [40.0],
+        pts[3].point_id: [90.0],
+        pts[4].point_id: [10.0],
+        pts[5].point_id: [20.0],
+    }
+    state, recorded = search(pts, table(values), Halving(eta=3, levels=2, run_on=True))
+    r0, r1 = state.rounds
+    assert [r.point for r in r0.runs if r.run_on] == [pts[0], pts[1], pts[3]]
+    assert r1.runs == ()  # finalists pts[3], pts[1]: both benched on
+    assert state.best == pts[3] and state.restarts == 6
+    assert {(m.point_id, m.level) for m in recorded if m.level == 1} == {
+        (pts[i].point_id, 1) for i in (0, 1, 3)
+    }
+
+
+def test_a_run_on_not_taken_leaves_the_finalist_to_the_last_round() -> None:
+    pts = grid()[:3]
+    values = {pts[0].point_id: [30.0], pts[1].point_id: [20.0], pts[2].point_id: [10.0]}
+    strat = Halving(eta=3, levels=2, run_on=True)
+    # screened pts[0], its run-on decided but never recorded (the sweep was stopped), then the rest
+    screened = [Measurement(p.point_id, 0, tuple(values[p.point_id])) for p in pts]
+    state = replay(pts, screened, strat)
+    (last,) = [rnd for rnd in state.rounds if rnd.level == 1]
+    assert [(r.point, r.restart) for r in last.runs] == [(pts[0], True)]
+    assert [r.point for r in state.pending] == [pts[0]]
+
+
+def test_a_failed_run_on_is_out_and_not_run_again() -> None:
+    pts = grid()[:3]
+    values = {pts[0].point_id: [30.0], pts[1].point_id: [20.0], pts[2].point_id: [10.0]}
+    strat = Halving(eta=3, levels=2, run_on=True)
+    recorded = [Measurement(p.point_id, 0, tuple(values[p.point_id])) for p in pts]
+    recorded.append(Measurement(pts[0].point_id, 1, ()))
+    state = replay(pts, recorded, strat)
+    assert state.done and state.pending == ()
+    assert state.rounds[-1].runs == () and state.rounds[-1].failed == (pts[0],)
 
 
 @pytest.mark.parametrize("budget", [1, 5, 12, 13, 14, 15, 40])
@@ -173,10 +228,11 @@ def test_a_cut_round_runs_the_best_ranked_prefix() -> None:
     # ranking after round 0: pts[1] > pts[4] > pts[3] ...; pts[5] (the running one) is 4th
     order = [1, 4, 3, 5, 0, 2]
     values = {pts[i].point_id: [100.0 - 10 * rank] for rank, i in enumerate(order)}
-    state, _ = search(pts, table(values), Halving(eta=1.5, levels=2, max_restarts=7))
-    final = state.rounds[1]
-    assert [r.point for r in final.runs] == [pts[1]]  # one restart left: the best-ranked
-    assert {s.point for s in final.skipped} == {pts[4], pts[3], pts[5]}
+    state, _ = search(pts, table(values), Halving(eta=1.5, levels=3, max_restarts=7, run_on=True))
+    cut = state.rounds[1]
+    assert [(r.point, r.run_on) for r in cut.runs] == [(pts[1], False), (pts[1], True)]
+    assert {s.point for s in cut.skipped} == {pts[4], pts[3], pts[5]}
+    assert state.rounds[-1].runs == ()  # the lone finalist was benched on
     assert state.best == pts[1]
     assert state.restarts == 7
 
@@ -260,17 +316,17 @@ def test_measurement_from_dict_refuses_non_finite_values() -> None:
 def test_accounting_against_the_full_grid() -> None:
     pts = grid()
     values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
-    state, _ = search(pts, table(values), Halving(eta=3, levels=3))
+    state, _ = search(pts, table(values), Halving(eta=3, levels=3, run_on=True))
     load = {p.point_id: 300.0 for p in pts}
     load[pts[11].point_id] = 420.0
     acc = account(state, load, [60.0, 240.0, 900.0])
-    # halving: 12 loads (one 420) + 12 screens; round 1: 3 loads, 4 x 240; round 2: 1 load
-    # (pts[11] again, 420), 2 x 900
-    halving = 11 * 300 + 420 + 12 * 60 + 3 * 300 + 4 * 240 + 420 + 2 * 900
-    assert (acc.spent.restarts, acc.spent.seconds) == (16, halving)
+    # halving: 12 loads (one 420) + 12 screens; round 1: 3 loads, 4 x 240, and the 4 full
+    # benches taken on right after screening (no load); round 2: nothing left
+    halving = 11 * 300 + 420 + 12 * 60 + 3 * 300 + 4 * 240 + 4 * 900
+    assert (acc.spent.restarts, acc.spent.seconds) == (15, halving)
     assert (acc.grid.restarts, acc.grid.seconds) == (12, 11 * 300 + 420 + 12 * 900)
     assert acc.line() == (
-        f"halving: 16 restarts, {halving} s; full grid would be 12 restarts, "
+        f"halving: 15 restarts, {halving} s; full grid would be 12 restarts, "
         f"{11 * 300 + 420 + 12 * 900} s"
     )
 
@@ -297,3 +353,30 @@ def test_select_with_repetitions_uses_the_paired_test_against_the_kth() -> None:
     ranking = sorted(pts, key=lambda p: -by_id[p.point_id].mean)
     assert by_id[pts[2].point_id].overlaps(by_id[pts[1].point_id])  # CI overlap would keep it
     assert select(ranking, by_id, eta=3, values=values) == (pts[0], pts[1], pts[3])
+
+
+def test_a_finalist_kept_as_a_tie_with_the_kth_starts_again() -> None:
+    pts = grid()[:3]
+    values = {
+        pts[0].point_id: [101.0, 111.0, 91.0],  # the best, screened first: benched on
+        pts[1].point_id: [104.0, 108.0, 89.5],  # behind it, but not significantly (paired)
+        pts[2].point_id: [50.0, 60.0, 40.0],
+    }
+    state, _ = search(pts, table(values), Halving(eta=3, levels=2, run_on=True))
+    r0, r1 = state.rounds
+    assert [r.point for r in r0.runs if r.run_on] == [pts[0]]  # k = 1: only a leader runs on
+    assert r0.kept == (pts[0], pts[1])
+    assert [(r.point, r.restart) for r in r1.runs] == [(pts[1], True)]
+    assert state.restarts == 4 and state.best == pts[0]
+
+
+def test_without_run_on_every_survivor_not_running_starts_again() -> None:
+    pts = grid()  # 12 points, each later one better: every one leads when screened
+    values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
+    on, _ = search(pts, table(values), Halving(eta=3, levels=2, run_on=True))
+    off, _ = search(pts, table(values), Halving(eta=3, levels=2, run_on=False))
+    assert sum(r.run_on for r in on.rounds[0].runs) == 12 and on.restarts == 12
+    assert not any(r.run_on for rnd in off.rounds for r in rnd.runs)
+    # the 4 finalists, the running one (screened last) first and free
+    assert [r.restart for r in off.rounds[1].runs] == [False, True, True, True]
+    assert off.restarts == 15 and on.best == off.best == pts[11]
