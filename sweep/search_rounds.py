@@ -40,7 +40,7 @@ from bench.records import load_records, write_json
 from sweep import descent, layout, objectives, search
 from sweep.descent import Descent
 from sweep.objectives import Objective
-from sweep.plan import as_bool
+from sweep.plan import SweepInputError, as_bool
 from sweep.record import RECORDS
 
 SEARCH_FILE = "search.json"
@@ -48,7 +48,7 @@ MIN_OUTPUT_LEN = 16
 MAX_LEVELS = 3  # sweep.yml plans at most this many rounds in one invocation
 
 
-class SearchInputError(ValueError):
+class SearchInputError(SweepInputError):
     pass
 
 

@@ -282,3 +282,16 @@ def test_run_on_is_off_unless_asked_for_and_is_validated(tmp_path: Path) -> None
     r0 = plan_round(tmp_path, 0)
     assert [p["id"] for p in r0["queue"]] == list(SPEEDS)  # the baseline in the last round
     assert all("run_on" not in p for p in r0["queue"])
+
+
+def test_the_run_on_command_prints_the_decision_and_its_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r0 = plan_round(tmp_path, 0, halving_run_on=True)
+    first = r0["queue"][1]["id"]  # [0]: the baseline
+    measure(tmp_path / "s.screen0", first, 100.0)
+    assert main(["run-on", str(tmp_path / "s"), first]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["run"] is True and out["started"] > 0  # the first screened always leads
+    assert main(["run-on", str(tmp_path / "nowhere"), first]) == 2  # a bad sweep argument
+    assert "no halving search recorded" in capsys.readouterr().err
