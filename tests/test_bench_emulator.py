@@ -55,6 +55,9 @@ def _truth_figures(g: dict[str, Any]) -> tuple[float, list[float], float]:
     return ttft, itl(times, cumulative), tpot
 
 
+# Milliseconds against the server's own stamps: with the CPU shared (lint beside three test
+# workers on two cores) the emulator's loop stamps arrivals late (CI once: 99.9 vs 91.6 ms).
+@pytest.mark.timing
 @pytest.mark.parametrize(
     "concurrency, requests, repetitions, tolerance_ms", [(1, 12, 1, 2.0), (16, 16, 3, 5.0)]
 )
