@@ -639,10 +639,7 @@ def _search_plan(
     objective = objectives.make(
         objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
     )
-    try:
-        strat = search_rounds.strategy(cli, objective, str(cli.get("search")))
-    except search_rounds.SearchInputError as e:
-        raise SweepInputError(str(e)) from None
+    strat = search_rounds.strategy(cli, objective, str(cli.get("search")))  # SweepInputErrors
     distinct = sorted({c for h, c in inp.classes.items() if c and h in inp.hosts})
     if len(distinct) > 1:
         raise SweepInputError(

@@ -23,7 +23,7 @@ from sweep import layout
 from sweep import objectives as objectives_mod
 from sweep.objectives import Objective
 from sweep.record import RECORDS
-from sweep.search_rounds import SEARCH_FILE
+from sweep.search_rounds import SEARCH_FILE, full_benches
 from sweep.stats import (
     CI_METHOD,
     SUMMARY_METRICS,
@@ -535,8 +535,9 @@ def incomplete(
     a halving round might have benched on and did not is not missing."""
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or []
     planned = runs[-1].get("points", []) if runs else [p.point_id for p in points]
-    if search and search.get("done") and isinstance(search.get("full"), list):
-        wanted = set(search["full"]) | {p.point_id for p in points if p.baseline}
+    full = full_benches(search)
+    if full is not None:
+        wanted = full | {p.point_id for p in points if p.baseline}
         planned = [pid for pid in planned if pid in wanted]
     status = {p.point_id: p.status for p in points}
     return [pid for pid in planned if status.get(pid) != "complete"]
@@ -567,11 +568,16 @@ def _search_lines(search: dict[str, Any]) -> list[str]:
     else:
         about = (
             f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
-            f"{budget}): the points above were measured with the full bench: the finalists, and "
-            "in the round before the last the points benched at once after their screening, on "
-            "the server still running them, because they led the round so far (`+full`: no "
-            "second start for them). The screening runs are in the sibling sweeps "
-            "`<sweep>.screen<level>`."
+            f"{budget}, run-on {'on' if st.get('run_on') else 'off'}): the points above were "
+            "measured with the full bench: the finalists"
+            + (
+                ", and in the round before the last the points benched at once after their "
+                "screening, on the server still running them, because they led the round so far "
+                "(`+full`: no second start for them)"
+                if st.get("run_on")
+                else ""
+            )
+            + ". The screening runs are in the sibling sweeps `<sweep>.screen<level>`."
         )
     lines = [
         "## Search",
@@ -614,9 +620,9 @@ def write_report(
     obj = objectives_mod.make(objective, slo_ttft_ms, slo_tpot_ms)
     search = layout.read_json(sweep_dir / SEARCH_FILE)
     points = load_points(sweep_dir, obj)
-    if search and search.get("done") and isinstance(search.get("full"), list):
+    full = full_benches(search)
+    if full is not None:
         # a point halving screened out was never to be benched in full: its Search line names it
-        full = set(search["full"])
         points = [p for p in points if p.baseline or p.point_id in full or p.status != "not run"]
     table = rows(points, obj.name)
     cells = winners(table, obj)

@@ -24,11 +24,11 @@ The rule, one round per level:
   nothing left to compare it with). The round at the last level is the final one.
 - Run-on (`run_on=True`; off by default), in the round before the last level: right after a
   point's run, while its configuration is still running, it is also run at the last level when
-  its mean is among the k best
-  (k = ceil(runs in the round / eta)) of the round's points measured so far (`runs_on`). The
-  last round then runs only the survivors not run on, and ranks everything run at the last
-  level. The first k points of the round always run on; later ones only when they lead. Off:
-  every survivor not running starts again in the last round.
+  its mean is among the k best (k = ceil(runs in the round / eta)) of the round's points
+  measured so far (`runs_on`). The last round then runs only the survivors not run on, and
+  ranks everything run at the last level. The first k points of the round always run on;
+  later ones only when they lead. Off: every survivor not running starts again in the last
+  round.
 - The best point is the top of the ranking of the deepest round that measured anything.
 - Order within a round: the configuration already running (the last run of the previous round)
   first, it needs no restart; then the order given. Restarts are configuration changes, the
@@ -258,16 +258,14 @@ def select(
     by_id: Mapping[str, Stats],
     eta: float,
     values: Mapping[str, Sequence[float]] | None = None,
-    k: int | None = None,
 ) -> tuple[P, ...]:
-    """Survivors, best first: the top k = ceil(m / eta) of the m ranked points (or the `k`
-    given), plus every other point the k-th best does not beat: with two or more `values`
-    (repetitions) on both sides, a difference the t-test of sweep.stats.compare_repetitions
-    (paired when the repetitions pair up) does not find significant; otherwise overlapping CIs
-    (one value: equal values)."""
+    """Survivors, best first: the top ceil(m / eta) of the m ranked points, plus every other
+    point the k-th best does not beat: with two or more `values` (repetitions) on both sides,
+    a difference the t-test of sweep.stats.compare_repetitions (paired when the repetitions
+    pair up) does not find significant; otherwise overlapping CIs (one value: equal values)."""
     if not ranking:
         return ()
-    k = min(len(ranking), k if k is not None else max(1, math.ceil(len(ranking) / eta)))
+    k = max(1, math.ceil(len(ranking) / eta))
     ref = ranking[k - 1].point_id
 
     def contender(p: P) -> bool:

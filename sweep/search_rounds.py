@@ -274,6 +274,14 @@ class _Id:
     point_id: str
 
 
+def full_benches(info: dict[str, Any] | None) -> set[str] | None:
+    """The points a search that is over measured (or meant to) at the last level, from its
+    search.json; None while it runs, or for a sweep that is not a search."""
+    if not info or not info.get("done") or not isinstance(info.get("full"), list):
+        return None
+    return {str(pid) for pid in info["full"]}
+
+
 def run_on(sweep_dir: Path, point_id: str) -> dict[str, Any]:
     """Whether the point just screened is benched in full now (search.runs_on, with what the
     level sweeps recorded, as the next planning call would see it): {"run": bool, "why": ...}.
@@ -289,7 +297,7 @@ def run_on(sweep_dir: Path, point_id: str) -> dict[str, Any]:
         int(st["levels"]),
         st.get("max_restarts"),
         bool(st["higher_is_better"]),
-        bool(st.get("run_on", False)),
+        bool(st.get("run_on", search.Halving.run_on)),
     )
     obj = info.get("objective") or {}
     objective = objectives.make(

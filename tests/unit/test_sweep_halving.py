@@ -168,6 +168,7 @@ def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
     assert out["best"][-1] == info["cost"]["line"]
     md = (final / "report.md").read_text()
     assert "## Search" in md and "+full" in md and info["cost"]["line"] in md
+    assert "run-on on): the points above" in md
     # what round 1 found is not planned again: its runs were recorded, nothing new started
     assert len(layout.read_sweep(final)["runs"]) == 1
 
@@ -208,6 +209,8 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
     assert "ddtree-b4-k2-w2048" not in [p["id"] for p in r1["queue"]]
     out = write_report(tmp_path / "s", with_plots=False)
     assert "ddtree-b4-k2-w2048@L0" in out["incomplete"]
+    md = (tmp_path / "s" / "report.md").read_text()
+    assert "run-on off): the points above were measured with the full bench: the finalists." in md
 
     # a new invocation (round 0) later: the failure is from before it, so it is screened again
     monkeypatch.setattr(search_rounds, "invocation_start", lambda _dir, _round: started + 60)
