@@ -20,12 +20,41 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="benchmark one server configuration", allow_abbrev=False)
     r.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
-    r.add_argument("--contexts", required=True, help="prompt lengths in tokens, e.g. 512,8k,32k")
-    r.add_argument("--concurrency", required=True, help="requests in flight, e.g. 1,4,16,48")
-    r.add_argument("--output-len", default="256", help="output tokens per request (list)")
     r.add_argument(
-        "--categories", default="random", help=f"prompt sets among {','.join(CATEGORIES)}"
+        "--contexts",
+        required=True,
+        help="prompt lengths in tokens, e.g. 512,8k,32k; natural: chat-shaped prompts as rendered",
     )
+    r.add_argument("--concurrency", required=True, help="requests in flight, e.g. 1,4,16,48")
+    r.add_argument(
+        "--output-len",
+        default="256",
+        help="output tokens per request (list); natural: until the model ends its turn, capped"
+        " by the request's max_tokens (else --natural-max-tokens)",
+    )
+    r.add_argument(
+        "--categories",
+        default="chat",
+        help=f"prompt sets among {','.join(CATEGORIES)}: chat is the built-in conversations of"
+        " five domains, dataset the --dataset file's, the others raw text or token windows",
+    )
+    r.add_argument(
+        "--dataset",
+        type=Path,
+        help="your own conversations: JSONL of chat requests (messages), JSONL of prompts"
+        " (prompt) or ShareGPT JSON (conversations); the category dataset and the greedy set",
+    )
+    r.add_argument("--dataset-format", default="auto", help="chat, prompts, sharegpt or auto")
+    r.add_argument("--dataset-sample", type=int, help="use this many requests of the file")
+    r.add_argument("--dataset-seed", type=int, default=0, help="seed of --dataset-sample")
+    r.add_argument("--natural-max-tokens", type=int, default=1024)
+    r.add_argument(
+        "--greedy-prompts",
+        type=int,
+        default=16,
+        help="greedy-output check: prompts answered at temperature 0, one at a time (0: none)",
+    )
+    r.add_argument("--greedy-max-tokens", type=int, default=64)
     r.add_argument("--out", required=True, type=Path, help="directory for the records")
     r.add_argument("--repetitions", type=int, default=1)
     r.add_argument(
@@ -93,12 +122,27 @@ def _cmd_run(a: argparse.Namespace) -> int:
         raise BadArguments(f"--out {a.out} exists and is not a directory")
     if a.archive and not (a.unit and a.invocation):
         raise BadArguments("--archive needs --unit and --invocation (the verified server run)")
+    for name in ("natural_max_tokens", "greedy_max_tokens"):
+        _positive("--" + name.replace("_", "-"), getattr(a, name))
+    if a.greedy_prompts < 0:
+        raise BadArguments(f"--greedy-prompts must be 0 or more, got {a.greedy_prompts}")
+    dataset = []
+    digest = None
+    if a.dataset is not None:
+        from bench import conversation, datasets
+
+        dataset = datasets.sample(
+            a.dataset, a.dataset_sample, a.dataset_seed, a.dataset_format
+        ).conversations
+        digest = conversation.digest(dataset)
+    elif a.dataset_sample is not None:
+        raise BadArguments("--dataset-sample needs --dataset")
     cfg = RunConfig(
         url=a.url,
         out=a.out,
-        contexts=parse_int_list(a.contexts),
+        contexts=parse_int_list(a.contexts, natural=True),
         concurrencies=parse_int_list(a.concurrency),
-        output_lens=parse_int_list(a.output_len),
+        output_lens=parse_int_list(a.output_len, natural=True),
         categories=[c.strip() for c in a.categories.split(",") if c.strip()],
         repetitions=a.repetitions,
         requests_per_slot=a.requests_per_slot,
@@ -112,6 +156,11 @@ def _cmd_run(a: argparse.Namespace) -> int:
         request_timeout=a.request_timeout,
         idle_timeout=a.idle_timeout,
         live=a.live,
+        dataset=dataset,
+        dataset_digest=digest,
+        natural_max_tokens=a.natural_max_tokens,
+        greedy_prompts=a.greedy_prompts,
+        greedy_max_tokens=a.greedy_max_tokens,
     )
     asyncio.run(run_benchmark(cfg))
     if a.archive:

@@ -55,16 +55,23 @@ def make_session(
 
 
 def generate_payload(
-    prompt_part: dict[str, Any], output_len: int, temperature: float, rid: str | None
+    prompt_part: dict[str, Any],
+    output_len: int,
+    temperature: float,
+    rid: str | None,
+    ignore_eos: bool = True,
+    stream: bool = True,
 ) -> dict[str, Any]:
+    """A /generate body: `output_len` tokens exactly (`ignore_eos`), or up to the model's own
+    end of turn with `output_len` as the cap."""
     payload: dict[str, Any] = {
         **prompt_part,
         "sampling_params": {
             "max_new_tokens": output_len,
-            "ignore_eos": True,
+            "ignore_eos": ignore_eos,
             "temperature": temperature,
         },
-        "stream": True,
+        "stream": stream,
     }
     if rid is not None:
         payload["rid"] = rid
@@ -85,7 +92,10 @@ async def stream_generate(
     result: RequestResult,
 ) -> None:
     """Send one streaming /generate and fill `result`. Never raises for request failures."""
-    expected = payload["sampling_params"]["max_new_tokens"]
+    params = payload["sampling_params"]
+    expected = params["max_new_tokens"]
+    # without ignore_eos the model may end its turn before the cap: any length is complete
+    natural = not params.get("ignore_eos")
     # Encoded before the clock starts: 32k input_ids take milliseconds to serialize, which
     # is client work, not server latency.
     body = json.dumps(payload, separators=(",", ":")).encode()
@@ -169,7 +179,8 @@ async def stream_generate(
     result.ttft = times[0] if times else None
     if result.error is None and result.finish_reason == "abort":
         result.error = f"aborted by server: {meta.get('finish_reason')}"
-    if result.error is None and (not done or last < expected or result.finish_reason is None):
+    short = last < 1 if natural else last < expected
+    if result.error is None and (not done or short or result.finish_reason is None):
         result.error = f"incomplete stream: {last}/{expected} tokens, done={done}"
     result.incomplete = result.error is not None and last > 0
     result.ok = result.error is None

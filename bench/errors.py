@@ -13,6 +13,10 @@ class BadArguments(BenchError):
     exit_code = 2
 
 
+class DatasetError(BadArguments):
+    """A user's dataset file (`dataset=PATH`) cannot be read or has a bad record."""
+
+
 class ServerUnreachable(BenchError):
     exit_code = 3
 

@@ -16,6 +16,12 @@ Definitions (TTFT, ITL, TPOT, throughput and concurrency as SGLang's own benchma
   /server_info's `avg_spec_accept_length`, which counts since start-up or the last /flush_cache
   and covers one DP rank only.
 - Repetitions: median and median absolute deviation (unscaled) across repetitions.
+- Per source (`by_source`: a chat-shaped cell mixes conversations of several domains or dataset
+  sources, each request tagged with its own): the accept length as above over the source's
+  requests, its TPOT and TTFT distributions, and its output tok/s PER REQUEST:
+  sum(completion_tokens) / sum(latency) over its completed requests, the speed one user of
+  that source sees (a source's requests share the cell's wall time with the others, so the
+  cell's own throughput cannot be split by source).
 
 All times are seconds internally; summaries report milliseconds (`*_ms`).
 """
@@ -48,6 +54,7 @@ class RequestResult:
     spec_verify_ct: int | None = None
     finish_reason: str | None = None
     rid: str | None = None
+    source: str = ""  # the prompt's domain or dataset tag (raw categories: the category)
     # Seconds since request start of each token chunk, and the cumulative completion tokens
     # the server reported in it.
     chunk_times: list[float] = field(default_factory=list)
@@ -171,7 +178,35 @@ def summarize(results: Sequence[RequestResult], duration: float) -> dict[str, An
         "accept_length_dist": distribution(
             a for a in (accept_length_of(r) for r in spec) if a is not None
         ),
+        "completion_tokens": distribution(float(r.completion_tokens) for r in done),
+        "by_source": by_source(results),
     }
+
+
+def source_summary(results: Sequence[RequestResult]) -> dict[str, Any]:
+    """The per-source figures of one source's requests (see the module docstring)."""
+    done = [r for r in results if r.ok]
+    spec = [r for r in done if r.spec_verify_ct]
+    verify = sum(r.spec_verify_ct or 0 for r in spec)
+    busy = sum(r.latency or 0.0 for r in done)
+    return {
+        "requests": len(results),
+        "completed": len(done),
+        "output_tokens": out_tokens_of(done),
+        "request_output_throughput": out_tokens_of(done) / busy if busy > 0 else None,
+        "accept_length": out_tokens_of(spec) / verify if verify else None,
+        "tpot_ms": distribution((t for t in (tpot(r) for r in done) if t is not None), 1000.0),
+        "ttft_ms": distribution((r.ttft for r in done if r.ttft is not None), 1000.0),
+        "completion_tokens": distribution(float(r.completion_tokens) for r in done),
+    }
+
+
+def by_source(results: Sequence[RequestResult]) -> dict[str, dict[str, Any]]:
+    """source -> source_summary of its requests, sources in order of first appearance."""
+    groups: dict[str, list[RequestResult]] = {}
+    for r in results:
+        groups.setdefault(r.source, []).append(r)
+    return {source: source_summary(rs) for source, rs in groups.items()}
 
 
 def out_tokens_of(results: Iterable[RequestResult]) -> int:

@@ -17,6 +17,11 @@ How exact lengths are reached (never with a guessed tokenizer):
    `prompt_tokens`): a secant search on the number of characters, then word-wise trimming.
    If the tokenizer cannot hit the target exactly, the nearest count below it is used; the
    per-request `prompt_tokens` the server reports are recorded either way.
+4. Chat-shaped categories: `chat`, the built-in conversations of five domains
+   (bench/builtin_workload.py), and `dataset`, the user's own (bench/datasets.py): each is
+   rendered by the server's own chat template and cut to exactly `context` tokens
+   (bench/chat.py), sent as `input_ids`; every prompt carries its conversation's `source`.
+   Context 0 (`natural`) sends them as rendered.
 
 Every measured request records the server-reported `prompt_tokens`, so a record shows whether
 the context was exact. Counting requests fill the prefix cache: the runner flushes it after
@@ -32,15 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench.errors import BenchError
+from bench.chat import ChatRenderer, ChatServer
+from bench.conversation import Conversation
+from bench.errors import BadArguments, BenchError
 
-CATEGORIES = ("random", "code", "prose", "math")
+CATEGORIES = ("chat", "dataset", "random", "code", "prose", "math")
 TEXT_CATEGORIES = ("code", "prose", "math")
+CHAT_CATEGORIES = ("chat", "dataset")
 _TOKENIZE_PIECE_CHARS = 16_000
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
-class TokenServer(Protocol):
+class TokenServer(ChatServer, Protocol):
     async def tokenize(self, texts: list[str]) -> list[list[int]] | None: ...
 
     async def count_prompt_tokens(self, text: str) -> int: ...
@@ -55,6 +63,8 @@ class Prompt:
     input_ids: list[int] | None = None
     text: str | None = None
     tokens: int = 0  # the server-counted length this prompt was built to
+    source: str = ""  # the conversation's domain or dataset tag (raw categories: the category)
+    max_tokens: int | None = None  # the request's own output cap (output_len natural)
 
     def payload_part(self) -> dict[str, object]:
         return {"input_ids": self.input_ids} if self.input_ids is not None else {"text": self.text}
@@ -190,15 +200,34 @@ async def fit_text(server: TokenServer, source: str, start: int, context: int) -
     return Prompt(text=cyc[: best[1]], tokens=best[0])
 
 
+def chat_pool(category: str, dataset: list[Conversation]) -> list[Conversation]:
+    """The conversations a chat-shaped category draws from."""
+    if category == "chat":
+        from bench.builtin_workload import conversations
+
+        return conversations()
+    if not dataset:
+        raise BadArguments("category dataset needs a dataset (--dataset FILE)")
+    return dataset
+
+
 class PromptBuilder:
     """Builds prompts for cells; caches the server's tokenization of each corpus."""
 
-    def __init__(self, server: TokenServer, seed: int = 0, parallel: int = 4) -> None:
+    def __init__(
+        self,
+        server: TokenServer,
+        seed: int = 0,
+        parallel: int = 4,
+        dataset: list[Conversation] | None = None,
+    ) -> None:
         self.server = server
         self.seed = seed
         self.parallel = parallel
+        self.dataset = dataset or []
         self._streams: dict[str, list[int] | None] = {}
         self._vocab: tuple[list[int], str] | None = None
+        self._chat: ChatRenderer | None = None
         self.method: dict[str, str] = {}
 
     async def _stream(self, category: str) -> list[int] | None:
@@ -241,7 +270,73 @@ class PromptBuilder:
                 )
         return self._vocab
 
+    def conversations(self, category: str) -> list[Conversation]:
+        return chat_pool(category, self.dataset)
+
+    @property
+    def chat(self) -> ChatRenderer:
+        if self._chat is None:
+            from bench.builtin_workload import material_text
+
+            self._chat = ChatRenderer(self.server, material_text)
+        return self._chat
+
+    async def build_chat(self, category: str, context: int, n: int, seed: int) -> list[Prompt]:
+        """n prompts of the category's conversations, exactly `context` tokens each (0: as
+        rendered). The built-in pool is interleaved by domain and taken in order from a seeded
+        start, so every domain comes round; a dataset's is taken in a seeded shuffle. A pool
+        used up is taken again with the material shifted, so no two requests share a prefix
+        (a dataset's own conversations do repeat then)."""
+        pool = self.conversations(category)
+        rng = random.Random(seed)
+        if category == "chat":
+            start = rng.randrange(len(pool))
+            order = [(start + i) % len(pool) for i in range(len(pool))]
+        else:
+            order = list(range(len(pool)))
+            rng.shuffle(order)
+        target = context or None
+        out: list[Prompt] = []
+        cycle = 0
+        while len(out) < n:
+            pos = found = 0
+            while pos < len(order) and len(out) < n:
+                batch = [(pool[i], target, cycle * 7919) for i in order[pos : pos + n - len(out)]]
+                pos += len(batch)
+                for (conv, _, _), ids in zip(
+                    batch, await self.chat.many(batch, self.parallel), strict=True
+                ):
+                    if ids is not None:
+                        out.append(Prompt(ids, None, len(ids), conv.source, conv.max_tokens))
+                        found += 1
+            if not found:
+                raise BadArguments(await self._none_fits(category, pool, context))
+            cycle += 1
+        kind = "built-in conversations" if category == "chat" else "the dataset's conversations"
+        cut = f"cut to exactly {context} tokens" if context else "as rendered (context natural)"
+        self.method[category] = (
+            f"{kind}, rendered by the server's chat template (/tokenize messages), {cut}"
+        )
+        return out
+
+    async def _none_fits(self, category: str, pool: list[Conversation], context: int) -> str:
+        natural = await self.chat.many([(c, None, 0) for c in pool], self.parallel)
+        lengths = [len(ids) for ids in natural if ids]
+        what = "built-in conversation" if category == "chat" else "conversation of the dataset"
+        if category == "chat":
+            return (
+                f"no {what} fits context {context}: the shortest, without its material, is "
+                f"longer (rendered lengths {min(lengths)}-{max(lengths)} tokens with it)"
+            )
+        return (
+            f"no {what} is long enough for context {context}: the longest renders to "
+            f"{max(lengths)} tokens (a conversation is cut to a context, never padded; use "
+            "contexts=natural to send them as they are)"
+        )
+
     async def build(self, category: str, context: int, n: int, seed: int) -> list[Prompt]:
+        if category in CHAT_CATEGORIES:
+            return await self.build_chat(category, context, n, seed)
         if category == "random":
             vocab, how = await self.random_vocabulary()
             self.method[category] = how

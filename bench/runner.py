@@ -1,8 +1,11 @@
-"""One benchmark run: pre-flight checks, then per cell: prompts, flush, warm-up, measure, record."""
+"""One benchmark run: pre-flight checks, then per cell: prompts, flush, warm-up, measure, record;
+then the greedy-output check (bench/greedy.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import os
 import platform
 import socket
@@ -12,14 +15,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import __version__, records
+from bench import __version__, greedy, records
 from bench.client import generate_payload, make_session, run_closed_loop
-from bench.errors import ContextTooLong, ServerError
+from bench.conversation import Conversation
+from bench.errors import BadArguments, ContextTooLong, ServerError
 from bench.metrics import summarize
 from bench.progress import Progress
-from bench.prompt_sets import PromptBuilder
+from bench.prompt_sets import CHAT_CATEGORIES, Prompt, PromptBuilder, chat_pool
 from bench.server import Server, metrics_diff, redact
-from bench.workload import Cell, build_matrix
+from bench.workload import NATURAL, Cell, build_matrix
 
 RECORD_FORMAT = 1
 
@@ -44,12 +48,34 @@ class RunConfig:
     request_timeout: float = 1800.0
     idle_timeout: float = 300.0
     live: bool | None = None
+    # The user's conversations (category dataset, and the greedy set when given).
+    dataset: list[Conversation] = field(default_factory=list)
+    dataset_digest: str | None = None
+    # output_len natural: the cap of a request without its own max_tokens
+    natural_max_tokens: int = 1024
+    # the greedy-output check: prompts answered at temperature 0 (0: none) and their cap
+    greedy_prompts: int = 16
+    greedy_max_tokens: int = 64
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
         d["out"] = str(self.out)
         d["api_key"] = "<redacted>" if self.api_key else None
+        d["dataset"] = len(self.dataset)
         return d
+
+    def max_new_tokens(self, output_len: int, prompt: Prompt) -> int:
+        if output_len != NATURAL:
+            return output_len
+        return prompt.max_tokens or self.natural_max_tokens
+
+    @property
+    def longest_output(self) -> int:
+        caps = [o for o in self.output_lens if o != NATURAL]
+        if NATURAL in self.output_lens:
+            caps += [c.max_tokens or self.natural_max_tokens for c in self.dataset]
+            caps.append(self.natural_max_tokens if not self.dataset else 0)
+        return max(caps)
 
 
 def host_facts() -> dict[str, Any]:
@@ -69,10 +95,11 @@ async def preflight(server: Server, cfg: RunConfig) -> dict[str, Any]:
     info = await server.server_info()
     limit = await server.context_length(info)
     if limit is not None:
-        worst = max(cfg.contexts) + max(cfg.output_lens)
+        # a natural context is checked per request when it is rendered (requests_for)
+        worst = max(cfg.contexts) + cfg.longest_output
         if worst > limit:
             raise ContextTooLong(
-                f"context {max(cfg.contexts)} + output {max(cfg.output_lens)} = {worst} tokens "
+                f"context {max(cfg.contexts)} + output {cfg.longest_output} = {worst} tokens "
                 f"exceeds the server's context length {limit}"
             )
     probe = await server.generate_once(
@@ -113,17 +140,21 @@ async def run_cell(
     # Counting and tokenizing requests fill the prefix cache; flush after building prompts.
     flushed = await server.flush_cache()
     url = server.url + "/generate"
+    natural = cell.output_len == NATURAL
 
     def payloads(start: int, n: int, tag: str) -> list[dict[str, Any]]:
         return [
             generate_payload(
                 prompts[start + i].payload_part(),
-                cell.output_len,
+                cfg.max_new_tokens(cell.output_len, prompts[start + i]),
                 cfg.temperature,
                 f"{cell.cell_id}-{tag}{i}-{seed % 10**8}",
+                ignore_eos=not natural,
             )
             for i in range(n)
         ]
+
+    measured = payloads(cell.warmup, cell.num_requests, "m")
 
     warm, _, _ = (
         await run_closed_loop(
@@ -144,11 +175,13 @@ async def run_cell(
         server.session,
         url,
         server.headers,
-        payloads(cell.warmup, cell.num_requests, "m"),
+        measured,
         cell.concurrency,
         progress.update,
     )
     after = await server.scrape_metrics()
+    for r, p in zip(results, prompts[cell.warmup :], strict=True):
+        r.source = p.source
     summary = summarize(results, duration)
     summary["peak_in_flight"] = peak
     # client CPU seconds while measuring: near `duration_s` means the client was the limit
@@ -159,7 +192,9 @@ async def run_cell(
         "cell": cell.to_dict(),
         "params": cfg.public(),
         "prompt_method": builder.method.get(cell.category),
-        "prompt_tokens_target": cell.context,
+        "prompt_tokens_target": cell.context or None,
+        # what was sent, but the request ids: equal digests, equal requests
+        "requests_digest": requests_digest(measured),
         "cache_flushed": flushed,
         "time": dt.datetime.now(dt.timezone.utc).isoformat(),
         "host": host_facts(),
@@ -170,6 +205,19 @@ async def run_cell(
     records.write_cell(cfg.out, cell.cell_id, record, [r.to_dict() for r in results])
     progress.end_cell(_short(summary))
     return record
+
+
+def requests_digest(payloads: list[dict[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for p in payloads:
+        body = {k: v for k, v in p.items() if k != "rid"}
+        h.update(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    return h.hexdigest()
+
+
+def greedy_pool(cfg: RunConfig) -> list[Conversation]:
+    """The greedy set's conversations: the user's when the run has a dataset, else built-in."""
+    return cfg.dataset if cfg.dataset else chat_pool("chat", [])
 
 
 async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
@@ -185,6 +233,8 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         cfg.warmup,
     )
     cfg.out.mkdir(parents=True, exist_ok=True)
+    if "dataset" in cfg.categories and not cfg.dataset:
+        raise BadArguments("category dataset needs --dataset FILE")
     pending = {
         c.cell_id
         for c in cells
@@ -192,7 +242,15 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
     }
     progress = Progress(len(cells), sum(c.num_requests for c in cells), live=cfg.live)
     written: list[dict[str, Any]] = []
-    if not pending:  # nothing to measure: do not touch the server at all
+    greedy_params = (
+        greedy.params_of(greedy_pool(cfg), cfg.greedy_prompts, cfg.greedy_max_tokens)
+        if cfg.greedy_prompts
+        else None
+    )
+    greedy_due = greedy_params is not None and (
+        cfg.redo or not greedy.is_done(cfg.out, greedy_params)
+    )
+    if not pending and not greedy_due:  # nothing to measure: do not touch the server at all
         for cell in cells:
             progress.skip(cell.cell_id, cell.num_requests)
         records.write_summaries(cfg.out)
@@ -203,10 +261,13 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
     ) as session:
         server = Server(session, cfg.url, cfg.api_key)
         await preflight(server, cfg)
-        builder = PromptBuilder(server, seed=cfg.seed)
+        builder = PromptBuilder(server, seed=cfg.seed, dataset=cfg.dataset)
         # fails here, before any load, when the random category cannot be built
         if any(c.category == "random" and c.cell_id in pending for c in cells):
             await builder.random_vocabulary()
+        # ... and when the server cannot render chat-shaped prompts
+        if greedy_due or any(c.category in CHAT_CATEGORIES for c in cells if c.cell_id in pending):
+            await builder.chat.natural(greedy_pool(cfg)[0])
         for cell in cells:
             if cell.cell_id not in pending:
                 progress.skip(cell.cell_id, cell.num_requests)
@@ -215,6 +276,16 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
             cell_info = await server.server_info()
             written.append(await run_cell(server, builder, cell, cfg, progress, cell_info))
             records.write_summaries(cfg.out)
+        if greedy_due:
+            await server.flush_cache()
+            await greedy.run(
+                server,
+                builder.chat,
+                greedy_pool(cfg),
+                cfg.greedy_prompts,
+                cfg.greedy_max_tokens,
+                cfg.out,
+            )
     records.write_summaries(cfg.out)
     progress.finish()
     return written

@@ -199,6 +199,18 @@ class Server:
             tokens = [tokens]
         return [list(map(int, t)) for t in tokens]
 
+    async def render_chat(self, messages: list[dict[str, str]]) -> list[int]:
+        """The ids the server's chat template gives `messages`, as /v1/chat/completions would
+        feed the model (SGLang's /tokenize renders `messages` from 0.5.12 on)."""
+        status, data = await self._json("POST", "/tokenize", json={"messages": messages})
+        if status == 200 and isinstance(data, dict) and isinstance(data.get("tokens"), list):
+            return [int(t) for t in data["tokens"]]
+        raise ServerError(
+            f"{self.url}/tokenize does not render chat messages (HTTP {status}: "
+            f"{str(data)[:200]}); SGLang does from 0.5.12 on. The chat-shaped categories (chat, "
+            "dataset) need it; the raw ones (random, code, prose, math) do not"
+        )
+
     async def vocab_size(self) -> int:
         """The served model's vocabulary size, from the `config.json` in the `model_path` the
         server reports (/model_info, else /server_info), read on this host. The fallback of

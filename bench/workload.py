@@ -1,4 +1,8 @@
-"""The workload matrix: context length x concurrency x output length x category x repetition."""
+"""The workload matrix: context length x concurrency x output length x category x repetition.
+
+A context or output length of 0 is `natural`: a chat-shaped prompt as its template renders it,
+an output that ends where the model ends its turn (capped by the request's own max_tokens).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import itertools
 from dataclasses import asdict, dataclass
 
 from bench.errors import BadArguments
-from bench.prompt_sets import CATEGORIES
+from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
+
+NATURAL = 0
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,10 @@ class Cell:
     @property
     def point_id(self) -> str:
         """The cell's measurement point, the same for all its repetitions."""
-        return f"ctx{self.context}-c{self.concurrency}-out{self.output_len}-{self.category}"
+        return (
+            f"ctx{size_label(self.context)}-c{self.concurrency}-out{size_label(self.output_len)}"
+            f"-{self.category}"
+        )
 
     @property
     def cell_id(self) -> str:
@@ -54,16 +63,24 @@ def build_matrix(
     warmup: int = 1,
 ) -> list[Cell]:
     """Cells in run order: repetitions outermost, so an interrupted run has whole sweeps."""
-    for name, values in (
-        ("--contexts", contexts),
-        ("--concurrency", concurrencies),
-        ("--output-len", output_lens),
+    for name, values, natural in (
+        ("--contexts", contexts, True),
+        ("--concurrency", concurrencies, False),
+        ("--output-len", output_lens, True),
     ):
-        if not values or any(v < 1 for v in values):
-            raise BadArguments(f"{name} needs positive integers, got {values}")
+        least = NATURAL if natural else 1
+        if not values or any(v < least for v in values):
+            what = "positive integers or natural" if natural else "positive integers"
+            raise BadArguments(f"{name} needs {what}, got {values}")
     bad = [c for c in categories if c not in CATEGORIES]
     if not categories or bad:
         raise BadArguments(f"--categories must be among {', '.join(CATEGORIES)}; got {bad}")
+    raw = [c for c in categories if c not in CHAT_CATEGORIES]
+    if NATURAL in contexts and raw:
+        raise BadArguments(
+            f"--contexts natural needs chat-shaped categories ({', '.join(CHAT_CATEGORIES)}): "
+            f"{', '.join(raw)} have no natural length"
+        )
     if repetitions < 1 or per_slot < 1 or min_requests < 1 or warmup < 0:
         raise BadArguments("--repetitions, --requests-per-slot, --min-requests must be >= 1")
     return [
@@ -82,16 +99,26 @@ def build_matrix(
     ]
 
 
-def parse_int_list(text: str) -> list[int]:
-    """ "512,8192,32k" -> [512, 8192, 32768]."""
+def size_label(n: int) -> str:
+    return "natural" if n == NATURAL else str(n)
+
+
+def parse_int_list(text: str, natural: bool = False) -> list[int]:
+    """ "512,8192,32k" -> [512, 8192, 32768]; with `natural`, "natural" -> 0."""
     out: list[int] = []
     for part in text.split(","):
         part = part.strip().lower()
         if not part:
             continue
+        if natural and part == "natural":
+            out.append(NATURAL)
+            continue
         mult = 1024 if part.endswith("k") else 1
         try:
-            out.append(int(part.rstrip("k")) * mult)
+            value = int(part.rstrip("k")) * mult
         except ValueError as e:
             raise BadArguments(f"not an integer list: {text!r}") from e
+        if natural and value == NATURAL:  # 0 is how natural is kept, never how it is said
+            raise BadArguments(f"{text!r}: lengths are positive integers or natural")
+        out.append(value)
     return out

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep.greedy import MATCH_MIN
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sweep", description=__doc__, allow_abbrev=False)
@@ -59,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--slo-ttft-ms", type=float, help="goodput: TTFT limit per request, ms")
     s.add_argument("--slo-tpot-ms", type=float, help="goodput: TPOT limit per request, ms")
+    s.add_argument(
+        "--greedy-match-min",
+        type=float,
+        default=MATCH_MIN,
+        help="share of a point's greedy answers that must equal the baseline's "
+        f"(default {MATCH_MIN})",
+    )
 
     command(
         "winner",
@@ -144,6 +153,7 @@ def _run(a: argparse.Namespace) -> int:
             objective=a.objective,
             slo_ttft_ms=a.slo_ttft_ms,
             slo_tpot_ms=a.slo_tpot_ms,
+            greedy_match_min=a.greedy_match_min,
         )
         if a.json:
             print(json.dumps(out, indent=1))

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweep import layout, report
+from sweep import greedy, layout, report
 from sweep import objectives as objectives_mod
+from sweep.decision import CELL_KEYS
 from sweep.plan import SweepInputError
 
 DEPLOYMENTS = "deployments.jsonl"
@@ -37,12 +38,17 @@ def _number(inp: dict[str, Any], key: str) -> float | None:
 def _cell(cells: list[dict[str, Any]], inp: dict[str, Any]) -> dict[str, Any]:
     if _given(inp, "context") is None or _given(inp, "concurrency") is None:
         raise SweepInputError("name the cell to deploy for: -e context=<tokens> -e concurrency=<n>")
-    wanted = {k: str(inp[k]) for k in report.CELL_KEYS if _given(inp, k) is not None}
+    # natural lengths are kept as 0 (bench.workload.NATURAL)
+    wanted = {
+        k: "0" if str(inp[k]) == "natural" else str(inp[k])
+        for k in CELL_KEYS
+        if _given(inp, k) is not None
+    }
     found = [c for c in cells if all(str(c[k]) == v for k, v in wanted.items())]
     if len(found) == 1:
         return found[0]
     known = (
-        ", ".join("/".join(f"{k}={c[k]}" for k in report.CELL_KEYS) for c in cells)
+        ", ".join("/".join(f"{k}={c[k]}" for k in CELL_KEYS) for c in cells)
         or "none (no complete point)"
     )
     what = "no cell" if not found else f"{len(found)} cells"
@@ -67,9 +73,17 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
         )
     except ValueError as e:
         raise SweepInputError(str(e)) from None
+    minimum = greedy.MATCH_MIN
+    if _given(inp, "greedy_match_min") is not None:
+        try:
+            minimum = greedy.check_minimum(inp["greedy_match_min"])
+        except ValueError as e:
+            raise SweepInputError(str(e)) from None
     points = report.load_points(sweep_dir, obj)
-    cell = _cell(report.winners(report.rows(points, obj.name), obj), inp)
-    where = "/".join(f"{k}={cell[k]}" for k in report.CELL_KEYS)
+    verdicts = greedy.verdicts(sweep_dir, points, minimum)
+    refused = {p for p, v in verdicts.items() if v.status == "fail"}
+    cell = _cell(report.winners(report.rows(points, obj.name), obj, refused), inp)
+    where = "/".join(f"{k}={cell[k]}" for k in CELL_KEYS)
     named = _given(inp, "point")
     if named is None and cell["tie"]:
         a, b = cell["tie"]
@@ -83,16 +97,34 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
     if chosen not in by_id or by_id[chosen].status != "complete":
         complete = sorted(p.point_id for p in points if p.status == "complete")
         raise SweepInputError(f"point={chosen}: not a complete point of the sweep ({complete})")
+    _greedy_gate(chosen, verdicts.get(chosen), minimum)
     how = "named" if named else "winner"
     return {
         "sweep": sweep_dir.name,
         "dir": str(sweep_dir),
         "point": chosen,
         "server": {"env": {}, **by_id[chosen].server},
-        "cell": {k: cell[k] for k in report.CELL_KEYS},
+        "cell": {k: cell[k] for k in CELL_KEYS},
         "objective": obj.name,
         "summary": f"deploy {chosen} ({how}, cell {where}, objective {obj.name}) from {sweep_dir}",
     }
+
+
+def _greedy_gate(point: str, verdict: greedy.Verdict | None, minimum: float) -> None:
+    """Refuses a point whose greedy outputs differ from the baseline's, or that could not be
+    checked, unless greedy_match_min is 0."""
+    if verdict is None or verdict.status in ("pass", "reference") or minimum == 0:
+        return
+    if verdict.status == "fail":
+        raise SweepInputError(
+            f"point={point}: its outputs differ from the baseline's at temperature 0: "
+            f"{verdict.figures()}, below greedy_match_min {minimum:g}. A speculative "
+            "configuration that changes the answers is a bug, not a winner (docs/greedy-check.md)"
+        )
+    raise SweepInputError(
+        f"point={point}: the greedy-output check could not compare it ({verdict.why}); "
+        "rerun the sweep with its baseline, or accept unchecked outputs with -e greedy_match_min=0"
+    )
 
 
 def record(sweep_dir: Path, entry: dict[str, Any]) -> None:

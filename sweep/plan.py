@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.prompt_sets import CATEGORIES
-from sweep import claims, layout, store, wheelhouse
+from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
+from bench.workload import NATURAL
+from sweep import claims, greedy, layout, store, wheelhouse, workload
 
 SERVER_KEYS = ("algorithm", "budget", "topk", "window")
 POINT_KEYS = (*SERVER_KEYS, "env")
@@ -211,10 +212,16 @@ def positive_int(name: str, v: Any) -> int:
     return n
 
 
-def int_list(name: str, raw: Any) -> list[int] | None:
+def int_list(name: str, raw: Any, natural: bool = False) -> list[int] | None:
+    """Positive integers; with `natural`, also the word natural (kept as 0, bench's NATURAL)."""
     if _absent(raw):
         return None
-    values = _dedupe([positive_int(name, v) for v in _items(raw)])
+    values = _dedupe(
+        [
+            NATURAL if natural and str(v).strip().lower() == "natural" else positive_int(name, v)
+            for v in _items(raw)
+        ]
+    )
     if not values:
         raise SweepInputError(f"{name}={raw}: empty list")
     return values
@@ -361,7 +368,11 @@ def expand(
     return sorted(unique.values(), key=Point.sort_key)
 
 
-def bench_params(cli: dict[str, Any], inventory: dict[str, Any]) -> dict[str, Any]:
+def bench_params(
+    cli: dict[str, Any], inventory: dict[str, Any], dataset: workload.Dataset | None = None
+) -> dict[str, Any]:
+    """What every point is asked (the bench matrix, the traffic, the greedy-output check); part
+    of every point's identity. `dataset`: the user's, sampled (sweep/workload.py)."""
     inv = inventory.get("bench") or {}
 
     def pick(key: str) -> Any:
@@ -369,7 +380,7 @@ def bench_params(cli: dict[str, Any], inventory: dict[str, Any]) -> dict[str, An
 
     out: dict[str, Any] = {}
     for key in BENCH_LIST_KEYS:
-        values = int_list(key, pick(key))
+        values = int_list(key, pick(key), natural=key != "concurrency")
         if values is None:
             raise SweepInputError(f"{key} is not set (command line or sglang_bench_{key})")
         out[key] = values
@@ -377,14 +388,41 @@ def bench_params(cli: dict[str, Any], inventory: dict[str, Any]) -> dict[str, An
     out["requests"] = (
         0 if _absent(requests) or str(requests) == "0" else positive_int("requests", requests)
     )
-    cats = [str(c).strip() for c in _items(pick("categories") or "random")]
+    # a dataset on the command line is the traffic, unless categories say otherwise
+    given = cli.get("categories") if not _absent(cli.get("categories")) else None
+    default = "dataset" if dataset is not None else inv.get("categories") or "chat"
+    cats = [str(c).strip() for c in _items(given or default)]
     bad = [c for c in cats if c not in CATEGORIES]
     if bad or not cats:
         raise SweepInputError(
             f"categories={','.join(cats)}: each must be one of {', '.join(CATEGORIES)}"
         )
+    if "dataset" in cats and dataset is None:
+        raise SweepInputError("categories=dataset needs a dataset: -e dataset=PATH")
+    raw = [c for c in cats if c not in CHAT_CATEGORIES]
+    if NATURAL in out["contexts"] and raw:
+        raise SweepInputError(
+            f"contexts=natural needs chat-shaped categories ({', '.join(CHAT_CATEGORIES)}); "
+            f"{', '.join(raw)} have no natural length"
+        )
     out["categories"] = _dedupe(cats)
     out["repetitions"] = positive_int("repetitions", pick("repetitions") or 1)
+    out["natural_max_tokens"] = positive_int(
+        "natural_max_tokens", pick("natural_max_tokens") or 1024
+    )
+    prompts = pick("greedy_prompts")
+    out["greedy"] = {
+        "prompts": 0
+        if str(prompts).strip() == "0"
+        else positive_int("greedy_prompts", prompts or 16),
+        "max_tokens": positive_int("greedy_max_tokens", pick("greedy_max_tokens") or 64),
+    }
+    if dataset is not None:
+        try:
+            workload.check_contexts(dataset, out["contexts"])
+        except workload.WorkloadError as e:
+            raise SweepInputError(str(e)) from None
+        out["dataset"] = dataset.params()
     return out
 
 
@@ -419,6 +457,8 @@ class Plan:
     # halving's round before the last: the last level's plan, for the full benches its points
     # may take right after screening (queue items' `run_on`) and for its baseline
     run_on: Plan | None = None
+    # the user's dataset, sampled: written under <results>/.workloads/ for the hosts to get
+    dataset: workload.Dataset | None = None
 
     @property
     def pending(self) -> list[Point]:
@@ -478,7 +518,7 @@ class Plan:
         }
 
     def sweep_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "dir": str(self.sweep_dir),
             "bench": self.bench,
@@ -486,6 +526,9 @@ class Plan:
             "run_started": self.run_started,
             "total": len(self.points),
         }
+        if self.dataset is not None:
+            out["dataset_file"] = str(workload.sample_file(self.sweep_dir.parent, self.dataset))
+        return out
 
 
 def role_defaults(role: str) -> dict[str, Any]:
@@ -525,7 +568,15 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
         "results_dir": merged["sglang_sweep_results_dir"],
         "bench": {
             key: merged[f"sglang_bench_{key}"]
-            for key in (*BENCH_LIST_KEYS, "categories", "requests", "repetitions")
+            for key in (
+                *BENCH_LIST_KEYS,
+                "categories",
+                "requests",
+                "repetitions",
+                "natural_max_tokens",
+                "greedy_prompts",
+                "greedy_max_tokens",
+            )
         },
     }
 
@@ -539,8 +590,28 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     if not hosts:
         raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     points = expand(cli, inventory, inp.get("server"))
-    bench = bench_params(cli, inventory)
+    dataset = None
+    if not _absent(cli.get("dataset")):
+        try:
+            dataset = workload.load(
+                cli["dataset"],
+                cli.get("dataset_sample"),
+                cli.get("dataset_seed"),
+                cli.get("dataset_format"),
+            )
+        except workload.WorkloadError as e:
+            raise SweepInputError(str(e)) from None
+    elif any(not _absent(cli.get(k)) for k in ("dataset_sample", "dataset_seed", "dataset_format")):
+        raise SweepInputError(
+            "dataset_sample, dataset_seed and dataset_format need -e dataset=PATH"
+        )
+    bench = bench_params(cli, inventory, dataset)
     objective = report_objective(cli)  # checked now: the report runs after every point
+    if not _absent(cli.get("greedy_match_min")):
+        try:
+            greedy.check_minimum(cli["greedy_match_min"])
+        except ValueError as e:
+            raise SweepInputError(str(e)) from None
     search_name = str(cli.get("search") or "grid")
     if search_name not in SEARCHES:
         raise SweepInputError(f"search={search_name}: choose one of {', '.join(SEARCHES)}")
@@ -566,12 +637,14 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     level = _LevelInput(hosts, stop, inp.get("server") or {}, fresh, classes, by_class)
     if search_name == "grid":
         plan = _level_plan(level, name, sweep_dir, bench, points)
-        plan.round = round_index
         plan.idle = round_index > 0  # one round: later ones have nothing to do
         plan.final = True
-        return plan
-    plan = _search_plan(level, cli, objective, round_index, sweep_dir, bench, points)
+    else:
+        plan = _search_plan(level, cli, objective, round_index, sweep_dir, bench, points)
     plan.round = round_index
+    plan.dataset = dataset
+    if plan.run_on is not None:
+        plan.run_on.dataset = dataset
     return plan
 
 
@@ -742,6 +815,8 @@ def record_run(plan: Plan) -> None:
     before under the same identity are copied in (store.adopt) and count as complete."""
     layout.clear_staging(plan.sweep_dir)
     claims.clear(plan.sweep_dir)
+    if plan.dataset is not None:
+        workload.write(plan.sweep_dir.parent, plan.dataset)
     for pid, source in plan.reuse.items():
         store.adopt(source, plan.sweep_dir, pid, plan.identities[pid]["digest"])
     previous = layout.read_sweep(plan.sweep_dir) or {}

@@ -19,8 +19,10 @@ from typing import Any
 
 from bench.records import aggregate_points, load_records, write_atomic
 from bench.speedup import compare
-from sweep import layout
+from bench.workload import size_label
+from sweep import greedy, layout, sources
 from sweep import objectives as objectives_mod
+from sweep.decision import CELL_KEYS, decide, interval
 from sweep.objectives import Objective
 from sweep.record import RECORDS
 from sweep.search_rounds import SEARCH_FILE, full_benches
@@ -30,7 +32,6 @@ from sweep.stats import (
     TEST_METHOD,
     Estimate,
     cell_estimates,
-    compare_repetitions,
     estimate,
     ratio,
 )
@@ -69,7 +70,6 @@ COLUMNS = (
     "objective_ci_low",
     "objective_ci_high",
 )
-CELL_KEYS = ("context", "concurrency", "output_len", "category")
 
 
 @dataclass
@@ -246,60 +246,15 @@ def _relative(cell: dict[str, Any], base_cell: dict[str, Any] | None) -> list[fl
     return [v / mean for v in values] if mean > 0 else []
 
 
-def _rank(objective: Objective, row: dict[str, Any]) -> tuple[float, str]:
-    mean = float(row["objective_mean"])
-    return (-mean if objective.higher_is_better else mean, str(row["point"]))
-
-
-def _ci(row: dict[str, Any] | None) -> list[float] | None:
-    if row is None or row.get("objective_ci_low") is None:
-        return None
-    return [row["objective_ci_low"], row["objective_ci_high"]]
-
-
-def _decide(
-    key: tuple[Any, ...], rows_: list[dict[str, Any]], objective: Objective
-) -> dict[str, Any]:
-    ranked = sorted(rows_, key=lambda r: _rank(objective, r))
-    best = ranked[0]
-    runner = ranked[1] if len(ranked) > 1 else None
-    test = None
-    if runner:
-        whole = best.get("repetitions") == runner.get("repetitions") == best["objective_n"]
-        test = compare_repetitions(
-            best["objective_values"],
-            runner["objective_values"],
-            pairs=whole and runner["objective_n"] == best["objective_n"],
-        )
-    tie = [best["point"], runner["point"]] if runner and test and not test.significant else []
-    return {
-        **dict(zip(CELL_KEYS, key, strict=True)),
-        "objective": objective.name,
-        "winner": None if tie else best["point"],
-        "tie": tie,
-        "best": best["point"],
-        "runner_up": runner["point"] if runner else None,
-        "best_value": best["objective_mean"],
-        "best_ci": _ci(best),
-        "best_n": best["objective_n"],
-        "runner_up_value": runner["objective_mean"] if runner else None,
-        "runner_up_ci": _ci(runner),
-        "runner_up_n": runner["objective_n"] if runner else None,
-        # None without a runner-up: nothing to compare with, the best point wins uncontested
-        "significant": test.significant if test else None,
-        "p_value": test.p_value if test else None,
-        "speedup": best.get("speedup"),
-        "best_class": best.get("host_class"),
-        "runner_up_class": runner.get("host_class") if runner else None,
-    }
-
-
-def winners(table: list[dict[str, Any]], objective: Objective) -> list[dict[str, Any]]:
+def winners(
+    table: list[dict[str, Any]], objective: Objective, excluded: set[str] | None = None
+) -> list[dict[str, Any]]:
     """Per cell (context x concurrency x output length x category): the best point by the
     objective's mean across repetitions, the runner-up, and whether best vs runner-up is
     significant (sweep.stats.compare_repetitions: paired by repetition). Not significant: a tie
-    (`tie` names both, `winner` is None). Rows with failed or incomplete requests take no part;
-    the baseline does."""
+    (`tie` names both, `winner` is None). Rows with failed or incomplete requests, and the
+    points in `excluded` (their outputs differ from the baseline's: sweep.greedy), take no
+    part; the baseline does."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     relative = any(r.get("per_class") for r in table)
     for r in table:
@@ -307,11 +262,17 @@ def winners(table: list[dict[str, Any]], objective: Objective) -> list[dict[str,
             r = _as_relative(r)
         if r.get("cell") is None or not r.get("valid") or not r.get("objective_values"):
             continue
+        if r["point"] in (excluded or set()):
+            continue
         groups.setdefault(tuple(r[k] for k in CELL_KEYS), []).append(r)
     classes = {r.get("host_class") for rs in groups.values() for r in rs}
     mixed = not relative and len(classes) > 1
     return [
-        {**_decide(key, groups[key], objective), "relative": relative, "mixed_classes": mixed}
+        {
+            **decide(CELL_KEYS, key, groups[key], objective),
+            "relative": relative,
+            "mixed_classes": mixed,
+        }
         for key in sorted(groups)
     ]
 
@@ -408,7 +369,8 @@ def _winner_lines(cells: list[dict[str, Any]], objective: Objective) -> list[str
         best, runner = _named(c, "best", relative), _named(c, "runner_up", relative)
         who = best if c["winner"] else f"tie: {best} ~ {runner}"
         lines.append(
-            f"| {c['context']} | {c['concurrency']} | {c['output_len']} | {c['category']} "
+            f"| {size_label(c['context'])} | {c['concurrency']} | {size_label(c['output_len'])} "
+            f"| {c['category']} "
             f"| {who} | {_value_ci(c['best_value'], c['best_ci'], c['best_n'], spec)} "
             f"| {runner} "
             f"| {_value_ci(c['runner_up_value'], c['runner_up_ci'], c['runner_up_n'], spec)} "
@@ -473,7 +435,7 @@ def _cell_lines(table: list[dict[str, Any]], objective: Objective) -> list[str]:
         n = r.get("repetitions")
         fails = (r.get("failed_requests") or 0) + (r.get("incomplete_requests") or 0)
         ci = _interval(r["output_throughput_ci_low"], r["output_throughput_ci_high"], n)
-        obj = _ci(r)
+        obj = interval(r)
         value = _value_ci(r["objective_mean"], obj, r["objective_n"], SPEC[objective.name])
         lines.append(
             f"| {r['point']} | {r['cell']} | {_f(n)} | {_f(r['output_throughput'])} | {ci} "
@@ -485,6 +447,93 @@ def _cell_lines(table: list[dict[str, Any]], objective: Objective) -> list[str]:
     return lines
 
 
+def _greedy_lines(verdicts: dict[str, greedy.Verdict], minimum: float) -> list[str]:
+    if not verdicts:
+        return []
+    lines = [
+        "## Greedy-output check",
+        "",
+        "Every point answered the same fixed prompts at temperature 0, one at a time; a "
+        "speculative point's output token ids are compared with the baseline's (same build, "
+        "same hardware class). Speculative decoding is lossless only when its drafter and "
+        f"verify path are correct: a point below greedy_match_min {minimum:g} (share of "
+        "identical outputs; docs/greedy-check.md) is no winner and deploy refuses it.",
+        "",
+        "| point | check | identical | mean common prefix | prefix share | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for pid, v in sorted(verdicts.items()):
+        same = f"{v.identical}/{v.compared} ({v.identical_share:.0%})" if v.compared else "-"
+        prefix = "-" if v.mean_common_prefix is None else f"{v.mean_common_prefix:.1f} tokens"
+        share = "-" if v.mean_prefix_share is None else f"{v.mean_prefix_share:.0%}"
+        status = "REFUSED" if v.status == "fail" else v.status
+        lines.append(f"| {pid} | {status} | {same} | {prefix} | {share} | {v.why} |")
+    return lines
+
+
+def _est(e: Estimate | None, spec: str) -> str:
+    return "-" if e is None else _value_ci(e.mean, _pair(e), e.n, spec)
+
+
+def _pair(e: Estimate) -> list[float] | None:
+    return None if e.ci_low is None or e.ci_high is None else [e.ci_low, e.ci_high]
+
+
+def _source_lines(
+    table: list[dict[str, Any]], decisions: list[dict[str, Any]], objective: Objective
+) -> list[str]:
+    """Per cell, per source: accept length, output tok/s per request and TPOT with their
+    intervals, and the winner or tie per source beside the overall one."""
+    if not sources.mixed(table):
+        return []
+    spec = SPEC[objective.name]
+    lines = [
+        "## Per source",
+        "",
+        "Each request carries its source (the built-in workload's domain, or the dataset's "
+        "`source`). Per source: accept length, output tok/s PER REQUEST (its requests' tokens "
+        f"over their own latencies) and TPOT p50, mean ± half-width ({CI_METHOD}); the winner "
+        f"or tie per source by the objective's per-source figure ({TEST_METHOD}).",
+    ]
+    by_cell: dict[str, list[dict[str, Any]]] = {}
+    for r in table:
+        by_cell.setdefault(r["cell"], []).append(r)
+    decided = {tuple(d[k] for k in sources.KEYS): d for d in decisions}
+    for cid, rows_ in sorted(by_cell.items()):
+        lines += [
+            "",
+            f"### {cid}",
+            "",
+            "| source | point | accept length | tok/s per request | TPOT p50 ms | winner or tie |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in sorted(rows_, key=lambda r: (r["source"], r["point"])):
+            d = decided.get(tuple(r[k] for k in sources.KEYS))
+            verdict = ""
+            if d and r["point"] in ([d["winner"]] if d["winner"] else d["tie"]):
+                verdict = "winner" if d["winner"] else f"tie: {d['tie'][0]} ~ {d['tie'][1]}"
+            est = r["estimates"]
+            lines.append(
+                f"| {r['source']} | {r['point']} | {_est(est['accept_length'], '.2f')} "
+                f"| {_est(est['tok_s'], '.1f')} | {_est(est['tpot_p50_ms'], '.2f')} "
+                f"| {verdict or ('NO (failed requests)' if not r['valid'] else '')} |"
+            )
+        here = [d for d in decisions if d["cell"] == cid]
+        if here:
+            lines += [
+                "",
+                f"By source ({objective.name}): " + "; ".join(_decided(d, spec) for d in here),
+            ]
+    return lines
+
+
+def _decided(d: dict[str, Any], spec: str) -> str:
+    if d["tie"]:
+        return f"{d['source']}: tie: {d['tie'][0]} ~ {d['tie'][1]}"
+    value = _value_ci(d["best_value"], d["best_ci"], d["best_n"], spec)
+    return f"{d['source']}: {d['winner']} ({value})"
+
+
 def to_markdown(
     name: str,
     points: list[PointResult],
@@ -492,11 +541,17 @@ def to_markdown(
     plots: list[str],
     objective: Objective | None = None,
     cells: list[dict[str, Any]] | None = None,
+    verdicts: dict[str, greedy.Verdict] | None = None,
+    source_table: list[dict[str, Any]] | None = None,
+    greedy_match_min: float = greedy.MATCH_MIN,
 ) -> str:
-    """report.md: the winner per cell on top, then the points, every point x cell, failures
-    and plots."""
+    """report.md: the winner per cell on top, the greedy-output check, the figures per source,
+    then the points, every point x cell, failures and plots."""
     objective = objective or objectives_mod.make()
-    cells = winners(table, objective) if cells is None else cells
+    verdicts = verdicts or {}
+    refused = {p for p, v in verdicts.items() if v.status == "fail"}
+    cells = winners(table, objective, refused) if cells is None else cells
+    source_table = source_table or []
     complete = sum(1 for p in points if p.status == "complete")
     failed = [p for p in points if p.status == "failed"]
     lines = [
@@ -506,6 +561,20 @@ def to_markdown(
         f"{len(points) - complete - len(failed)} not run.",
         "",
         *_winner_lines(cells, objective),
+    ]
+    if refused:
+        lines += [
+            "",
+            "Not winners, whatever their speed: "
+            + "; ".join(f"{p} ({verdicts[p].figures()})" for p in sorted(refused)),
+        ]
+    for section in (
+        _greedy_lines(verdicts, greedy_match_min),
+        _source_lines(source_table, sources.winners(source_table, objective, refused), objective),
+    ):
+        if section:
+            lines += ["", *section]
+    lines += [
         "",
         *_points_lines(points),
         "",
@@ -546,7 +615,10 @@ def incomplete(
 def _best_line(c: dict[str, Any], objective: Objective) -> str:
     """One human-readable line per cell for the playbook's output."""
     spec, unit = _spec_unit([c], objective)
-    where = f"ctx {c['context']} c {c['concurrency']} out {c['output_len']} {c['category']}"
+    where = (
+        f"ctx {size_label(c['context'])} c {c['concurrency']} "
+        f"out {size_label(c['output_len'])} {c['category']}"
+    )
     best = _value_ci(c["best_value"], c["best_ci"], c["best_n"], spec)
     if c["tie"]:
         runner = _value_ci(c["runner_up_value"], c["runner_up_ci"], c["runner_up_n"], spec)
@@ -614,10 +686,12 @@ def write_report(
     objective: str = objectives_mod.DEFAULT,
     slo_ttft_ms: float | None = None,
     slo_tpot_ms: float | None = None,
+    greedy_match_min: float = greedy.MATCH_MIN,
 ) -> dict[str, Any]:
-    """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective or SLO
-    (sweep.objectives.make) before anything is written."""
+    """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective, SLO
+    (sweep.objectives.make) or greedy_match_min before anything is written."""
     obj = objectives_mod.make(objective, slo_ttft_ms, slo_tpot_ms)
+    greedy_match_min = greedy.check_minimum(greedy_match_min)
     search = layout.read_json(sweep_dir / SEARCH_FILE)
     points = load_points(sweep_dir, obj)
     full = full_benches(search)
@@ -625,14 +699,27 @@ def write_report(
         # a point halving screened out was never to be benched in full: its Search line names it
         points = [p for p in points if p.baseline or p.point_id in full or p.status != "not run"]
     table = rows(points, obj.name)
-    cells = winners(table, obj)
+    verdicts = greedy.verdicts(sweep_dir, points, greedy_match_min)
+    refused = {p for p, v in verdicts.items() if v.status == "fail"}
+    cells = winners(table, obj, refused)
+    source_table = sources.rows(sweep_dir, points, obj)
     plots: list[str] = []
     if with_plots:
         from sweep.plots import write_plots
 
         plots = write_plots(sweep_dir, table)
     write_atomic(sweep_dir / "summary.csv", to_csv(table))
-    md = to_markdown(sweep_dir.name, points, table, plots, obj, cells)
+    md = to_markdown(
+        sweep_dir.name,
+        points,
+        table,
+        plots,
+        obj,
+        cells,
+        verdicts,
+        source_table,
+        greedy_match_min,
+    )
     if search:
         md += "\n" + "\n".join(_search_lines(search)) + "\n"
     write_atomic(sweep_dir / "report.md", md)
@@ -651,6 +738,9 @@ def write_report(
             else []
         ),
         "objective": obj.name,
-        "best": [_best_line(c, obj) for c in cells] + _search_summary(search),
+        "best": [_best_line(c, obj) for c in cells]
+        + [f"{p}: greedy-output check REFUSED: {verdicts[p].figures()}" for p in sorted(refused)]
+        + _search_summary(search),
         "cells": cells,
+        "greedy": {p: v.to_dict() for p, v in verdicts.items()},
     }

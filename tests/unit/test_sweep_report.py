@@ -90,7 +90,7 @@ def test_rows_with_failed_requests_are_never_best(tmp_path: Path) -> None:
     out = write_report(s, with_plots=False)
     md = Path(out["report"]).read_text()
     assert "| NO |" in md
-    assert "fast" not in md.split("## Winner per cell")[1].split("## Points")[0]
+    assert "fast" not in md.split("## Winner per cell")[1].split("\n## ")[0]
     assert [c["best"] for c in out["cells"]] == ["baseline"] * 4
     assert {c["runner_up"] for c in out["cells"]} == {None}
 
@@ -148,11 +148,14 @@ def _rep_point(
     tpot_s: float = 0.010,
     ttft_s: float = 0.050,
     server: dict | None = None,
+    greedy_outputs: list[list[int]] | None = None,
 ) -> None:
     """One cell (ctx 512, c 1), a repetition per throughput, through bench's own summarize:
-    8 requests of 64 tokens, the duration set so the output throughput is the one given."""
+    8 requests of 64 tokens, the duration set so the output throughput is the one given; and
+    the greedy check's answers (GREEDY_OUTPUTS unless given: every point answers alike)."""
     server = server or {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048}
     out = sweep / pid / "records"
+    write_greedy(out, greedy_outputs or GREEDY_OUTPUTS)
     for cell in build_matrix([512], [1], [64], ["random"], len(throughputs)):
         results = _results(ttft_s, tpot_s)
         summary = summarize(results, 8 * 64 / throughputs[cell.repetition])
@@ -166,6 +169,17 @@ def _rep_point(
 
 
 BASE = {"algorithm": "NONE", "budget": 16, "topk": 4, "window": 2048}
+GREEDY_OUTPUTS = [[7, 8, 9, i, 2] for i in range(16)]
+
+
+def write_greedy(records: Path, outputs: list[list[int]]) -> None:
+    """records/greedy.json as bench.greedy writes it: one answer per prompt."""
+    answers = [
+        {"index": i, "source": "coding", "prompt": f"p{i}", "prompt_tokens": 40, "output_ids": o}
+        for i, o in enumerate(outputs)
+    ]
+    params = {"prompts": len(outputs), "max_tokens": 64, "temperature": 0.0, "conversations": "c"}
+    write_json(records / "greedy.json", {"format": 1, "params": params, "answers": answers})
 
 
 def test_difference_within_the_spread_is_a_tie_naming_both(tmp_path: Path) -> None:

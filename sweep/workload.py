@@ -1,0 +1,120 @@
+"""A sweep's traffic, decided on the controller: the bench parameters that say what every point is
+asked, and the user's dataset, sampled here so that only the sample travels to the hosts.
+
+`-e dataset=PATH` names a file on the controller (bench/datasets.py reads its three formats,
+streamed); `dataset_sample=N` and `dataset_seed` pick N of its requests deterministically. The
+sample is written once, content-addressed, to `<results>/.workloads/<digest>.jsonl` (the chat
+JSONL format), and the bench parameters carry its digest: a point's identity (sweep/store.py)
+holds the bench parameters, so an edited request that is sent re-measures every point, and an
+unchanged sample reuses them. Every problem with the file is named here, before any host
+changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import conversation, datasets
+from bench.conversation import Conversation
+from bench.errors import BenchError
+
+WORKLOADS = ".workloads"
+# A rendered conversation has at most one token per UTF-8 byte of its text (byte-level BPE and
+# byte-fallback tokenizers alike), plus what the chat template adds: generously, this many per
+# message and once. Used only to refuse a context no request can reach before any host changes;
+# the bench names a closer miss on the host.
+TEMPLATE_TOKENS_PER_MESSAGE = 64
+TEMPLATE_TOKENS = 256
+
+
+class WorkloadError(ValueError):
+    """A bad dataset or dataset parameter; the message names it."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    conversations: list[Conversation]
+    digest: str
+    total: int  # usable requests in the file
+    skipped: int
+    fmt: str
+    sample: int | None
+    seed: int
+
+    def params(self) -> dict[str, Any]:
+        """What the bench parameters (and so every point's identity) hold of it."""
+        return {
+            "digest": self.digest,
+            "requests": len(self.conversations),
+            "sample": self.sample,
+            "seed": self.seed,
+        }
+
+    def sources(self) -> list[str]:
+        return sorted({c.source for c in self.conversations})
+
+
+def load(path: Any, sample: Any, seed: Any, fmt: Any) -> Dataset:
+    """The sample of the dataset at `path` (WorkloadError naming what is wrong)."""
+    n = _count("dataset_sample", sample, minimum=1)
+    s = _count("dataset_seed", seed, minimum=0) or 0
+    try:
+        got = datasets.sample(Path(str(path)).expanduser(), n, s, str(fmt or "auto"))
+    except BenchError as e:
+        raise WorkloadError(str(e)) from None
+    return Dataset(
+        got.conversations,
+        conversation.digest(got.conversations),
+        got.total,
+        got.skipped,
+        got.fmt,
+        n,
+        s,
+    )
+
+
+def _count(name: str, raw: Any, minimum: int) -> int | None:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    text = str(raw).strip()
+    if isinstance(raw, bool) or not text.isdigit() or int(text) < minimum:
+        raise WorkloadError(f"{name}={raw}: not an integer >= {minimum}")
+    return int(text)
+
+
+def longest_tokens(conv: Conversation) -> int:
+    """An upper bound of the conversation's rendered length (see TEMPLATE_TOKENS)."""
+    text = sum(len(content.encode()) for _, content in conv.messages)
+    return text + TEMPLATE_TOKENS_PER_MESSAGE * len(conv.messages) + TEMPLATE_TOKENS
+
+
+def check_contexts(ds: Dataset, contexts: list[int]) -> None:
+    """Refuses a context no request of the dataset can reach (conversations are cut to a
+    context, never padded); 0 (natural) needs none."""
+    bound = max(longest_tokens(c) for c in ds.conversations)
+    too_long = [c for c in contexts if c and c > bound]
+    if too_long:
+        raise WorkloadError(
+            f"contexts={','.join(map(str, too_long))}: no request of the dataset is long enough "
+            f"(the longest of its {len(ds.conversations)} sampled requests has at most {bound} "
+            "tokens once rendered); use shorter contexts, or contexts=natural to send them as "
+            "they are"
+        )
+
+
+def sample_file(results_root: Path, ds: Dataset) -> Path:
+    return results_root / WORKLOADS / f"{ds.digest}.jsonl"
+
+
+def write(results_root: Path, ds: Dataset) -> Path:
+    """The sample as chat JSONL, written once under its digest (never overwritten)."""
+    path = sample_file(results_root, ds)
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        datasets.write_jsonl(ds.conversations, tmp)
+        os.replace(tmp, path)
+    return path
