@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         help="greedy-output check: prompts answered at temperature 0, one at a time (0: none)",
     )
     r.add_argument("--greedy-max-tokens", type=int, default=64)
+    r.add_argument(
+        "--greedy-concurrency",
+        type=int,
+        default=1,
+        help="greedy prompts in flight: 1 for the check; more only to measure its noise floor",
+    )
     r.add_argument("--out", required=True, type=Path, help="directory for the records")
     r.add_argument("--repetitions", type=int, default=1)
     r.add_argument(
@@ -122,7 +128,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         raise BadArguments(f"--out {a.out} exists and is not a directory")
     if a.archive and not (a.unit and a.invocation):
         raise BadArguments("--archive needs --unit and --invocation (the verified server run)")
-    for name in ("natural_max_tokens", "greedy_max_tokens"):
+    for name in ("natural_max_tokens", "greedy_max_tokens", "greedy_concurrency"):
         _positive("--" + name.replace("_", "-"), getattr(a, name))
     if a.greedy_prompts < 0:
         raise BadArguments(f"--greedy-prompts must be 0 or more, got {a.greedy_prompts}")
@@ -161,6 +167,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         natural_max_tokens=a.natural_max_tokens,
         greedy_prompts=a.greedy_prompts,
         greedy_max_tokens=a.greedy_max_tokens,
+        greedy_concurrency=a.greedy_concurrency,
     )
     asyncio.run(run_benchmark(cfg))
     if a.archive:

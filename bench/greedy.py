@@ -14,6 +14,7 @@ capped at `max_tokens`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -51,6 +52,28 @@ def is_done(out: Path, params: dict[str, Any]) -> bool:
     return isinstance(rec, dict) and rec.get("params") == params and not rec.get("failed")
 
 
+async def _answer(server: Server, ids: list[int], max_tokens: int, i: int) -> dict[str, Any]:
+    body = {
+        "input_ids": ids,
+        "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0},
+        "rid": f"greedy-{i}-{ids_digest(ids)}",
+    }
+    try:
+        data = await server.generate_once(body)
+    except ServerError as e:
+        return {"error": str(e)[:300]}
+    meta = data.get("meta_info") or {}
+    output = data.get("output_ids")
+    if not isinstance(output, list):
+        raise ServerError(f"/generate answered without output_ids: {str(data)[:200]}")
+    reason = meta.get("finish_reason")
+    return {
+        "output_ids": [int(t) for t in output],
+        "completion_tokens": meta.get("completion_tokens"),
+        "finish_reason": reason.get("type") if isinstance(reason, dict) else reason,
+    }
+
+
 async def run(
     server: Server,
     render: Any,
@@ -58,45 +81,36 @@ async def run(
     prompts: int,
     max_tokens: int,
     out: Path,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
-    """Answer the first `prompts` conversations one by one; write and return greedy.json.
-    `render` is a bench.chat.ChatRenderer (its natural())."""
+    """Answer the first `prompts` conversations, one at a time (`concurrency` > 1 only to
+    measure how batching moves the answers); write and return greedy.json. `render` is a
+    bench.chat.ChatRenderer (its natural())."""
     chosen = conversations[:prompts]
-    params = params_of(conversations, prompts, max_tokens)
-    answers: list[dict[str, Any]] = []
-    failed = 0
-    for i, conv in enumerate(chosen):
-        ids = await render.natural(conv)
-        body = {
-            "input_ids": ids,
-            "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0},
-            "rid": f"greedy-{i}-{ids_digest(ids)}",
-        }
-        entry: dict[str, Any] = {
+    rendered = [await render.natural(conv) for conv in chosen]
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> dict[str, Any]:
+        async with sem:
+            return await _answer(server, rendered[i], max_tokens, i)
+
+    got = await asyncio.gather(*(one(i) for i in range(len(chosen))))
+    answers = [
+        {
             "index": i,
             "source": conv.source,
             "prompt_tokens": len(ids),
             "prompt": ids_digest(ids),
+            **answer,
         }
-        try:
-            data = await server.generate_once(body)
-        except ServerError as e:
-            failed += 1
-            answers.append({**entry, "error": str(e)[:300]})
-            continue
-        meta = data.get("meta_info") or {}
-        output = data.get("output_ids")
-        if not isinstance(output, list):
-            raise ServerError(f"/generate answered without output_ids: {str(data)[:200]}")
-        reason = meta.get("finish_reason")
-        answers.append(
-            {
-                **entry,
-                "output_ids": [int(t) for t in output],
-                "completion_tokens": meta.get("completion_tokens"),
-                "finish_reason": reason.get("type") if isinstance(reason, dict) else reason,
-            }
-        )
-    record = {"format": FORMAT, "params": params, "failed": failed, "answers": answers}
+        for i, (conv, ids, answer) in enumerate(zip(chosen, rendered, got, strict=True))
+    ]
+    record = {
+        "format": FORMAT,
+        "params": params_of(conversations, prompts, max_tokens),
+        "concurrency": concurrency,
+        "failed": sum(1 for a in answers if "error" in a),
+        "answers": answers,
+    }
     write_json(out / GREEDY_FILE, record)
     return record

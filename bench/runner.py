@@ -56,6 +56,7 @@ class RunConfig:
     # the greedy-output check: prompts answered at temperature 0 (0: none) and their cap
     greedy_prompts: int = 16
     greedy_max_tokens: int = 64
+    greedy_concurrency: int = 1  # >1 only to measure the check's own noise floor
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
@@ -285,6 +286,7 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
                 cfg.greedy_prompts,
                 cfg.greedy_max_tokens,
                 cfg.out,
+                cfg.greedy_concurrency,
             )
     records.write_summaries(cfg.out)
     progress.finish()
