@@ -153,6 +153,9 @@ def run_ours(url: str, a: argparse.Namespace, out: Path) -> dict[str, float]:
         str(a.concurrency),
         "--categories",
         "random",
+        # the client's load generation is measured, not the greedy-output check
+        "--greedy-prompts",
+        "0",
     ]
     subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
     (rec_path,) = [p for p in out.glob("*.json")]

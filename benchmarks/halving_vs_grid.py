@@ -245,6 +245,7 @@ class Bench:
                 concurrencies=list(lv.concurrency),
                 output_lens=[lv.output_len],
                 categories=["code"],
+                greedy_prompts=0,  # not what this measures
                 requests_per_slot=1,
                 min_requests=4,
                 warmup=0,

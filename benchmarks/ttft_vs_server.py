@@ -174,6 +174,7 @@ def run_ours(
             concurrencies=[concurrency],
             output_lens=[a.output_len],
             categories=["random"],
+            greedy_prompts=0,  # not what this measures
             requests_per_slot=1,
             min_requests=n,
             warmup=1,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_json
-from sweep import layout, store
+from sweep import greedy, layout, store
 
 RECORDS = "records"
 POINT_FORMAT = 1
@@ -76,7 +76,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         cells = sorted(
             p.name[: -len(".json")]
             for p in (staging / RECORDS).glob("*.json")
-            if not p.name.endswith(".requests.jsonl")
+            if p.name != greedy.GREEDY_FILE
         )
         if not cells:
             raise RecordError(f"point {pid}: the archive from the host holds no bench records")

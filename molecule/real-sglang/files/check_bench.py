@@ -46,7 +46,7 @@ def problems_of(cell: Path) -> list[str]:
 
 def main() -> None:
     out_dir, categories, n_cells = Path(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3])
-    cells = sorted(p for p in out_dir.glob("*.json") if not p.name.endswith(".requests.json"))
+    cells = sorted(out_dir.glob("ctx*.json"))
     problems = [p for cell in cells for p in problems_of(cell)]
     seen = {json.loads(c.read_text())["cell"]["category"] for c in cells}
     if len(cells) != n_cells:

@@ -25,9 +25,9 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."))
 
-from bench.builtin_workload import DOMAINS, conversations, material_text  # noqa: E402
-from bench.chat import cyclic  # noqa: E402
-from sweep.greedy import compare  # noqa: E402
+from bench.builtin_workload import DOMAINS, conversations, material_text
+from bench.chat import cyclic
+from sweep.greedy import compare
 
 
 def cells(out: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
