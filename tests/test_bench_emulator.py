@@ -79,6 +79,11 @@ def test_timings_and_accept_length_match_ground_truth(
     rc = _run(
         f"http://127.0.0.1:{emu.port}",
         out,
+        # cells of raw token windows; the greedy-output check's requests would hang too
+        "--categories",
+        "random",
+        "--greedy-prompts",
+        "0",
         "--contexts",
         "64",
         "--concurrency",
@@ -202,6 +207,11 @@ def test_hanging_server_requests_are_counted_failures(start_emulator, model_dirs
     rc = _run(
         f"http://127.0.0.1:{emu.port}",
         out,
+        # cells of raw token windows; the greedy-output check's requests would hang too
+        "--categories",
+        "random",
+        "--greedy-prompts",
+        "0",
         "--contexts",
         "64",
         "--concurrency",
@@ -230,6 +240,10 @@ def test_hanging_server_requests_are_counted_failures(start_emulator, model_dirs
     path = records.record_path(out, rec["cell"]["cell_id"])
     before = path.read_bytes()
     args = [
+        "--categories",
+        "random",
+        "--greedy-prompts",
+        "0",
         "--contexts",
         "64",
         "--concurrency",
@@ -262,6 +276,8 @@ def test_killed_run_resumes_with_only_missing_cells(start_emulator, model_dirs, 
         f"http://127.0.0.1:{emu.port}",
         "--out",
         str(out),
+        "--categories",
+        "random",
         "--contexts",
         "64,128",
         "--concurrency",

@@ -90,7 +90,11 @@ def test_code_accepts_more_than_chat_end_to_end(spec_server: EmulatorProcess):
 
 
 def test_generate_stream(spec_server: EmulatorProcess):
-    body = {"text": CHAT, "sampling_params": {"max_new_tokens": 40}, "stream": True}
+    body = {
+        "text": CHAT,
+        "sampling_params": {"max_new_tokens": 40, "ignore_eos": True},
+        "stream": True,
+    }
     res = spec_server.post("/generate", body, headers=AUTH)
     assert res.status == 200
     assert res.headers["content-type"].startswith("text/event-stream")
@@ -261,7 +265,7 @@ def test_fixed_timings(start_emulator: StartEmulator, model_dirs: ModelDirs):
     env = {"SGLANG_EMU_FIXED_TTFT_MS": "200", "SGLANG_EMU_FIXED_STEP_MS": "50",
            "SGLANG_EMU_FIXED_ACCEPT": "3"}  # fmt: skip
     emu = start_emulator(flags, env=env)
-    body = {"text": CHAT, "sampling_params": {"max_new_tokens": 31}}
+    body = {"text": CHAT, "sampling_params": {"max_new_tokens": 31, "ignore_eos": True}}
     meta = emu.post("/generate", body).json()["meta_info"]
     assert meta["spec_verify_ct"] == 10 and meta["spec_accept_length"] == pytest.approx(3.1)
     rec = next(r for r in emu.get("/emulator/requests").json()["requests"]

@@ -67,6 +67,18 @@ VOLATILE_KEYS = frozenset(
 Req = tuple[str, str, str, Any, str]
 
 GEN_SAMPLING = {"max_new_tokens": 4, "ignore_eos": True, "temperature": 0}
+# Chat-shaped traffic (bench/chat.py): a conversation rendered by the server's chat template
+# (/tokenize with messages), then /generate without ignore_eos, ending at the model's end of
+# turn or at max_new_tokens.
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": PROMPT},
+]
+# The same conversation as the tiny model's ChatML template renders it (special tokens in the
+# text are single tokens for its tokenizer, as for /generate with the rendered input_ids).
+CHATML_PROMPT = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in MESSAGES)
+CHATML_PROMPT += "<|im_start|>assistant\n"
+NATURAL_SAMPLING = {"max_new_tokens": 128, "temperature": 0}
 REQUESTS: list[Req] = [
     ("health", "GET", "/health", None, "key"),
     ("health_generate", "GET", "/health_generate", None, "key"),
@@ -90,6 +102,27 @@ REQUESTS: list[Req] = [
     ),
     ("tokenize_one", "POST", "/tokenize", {"prompt": PROMPT, "add_special_tokens": False}, "key"),
     ("v1_tokenize", "POST", "/v1/tokenize", {"prompt": PROMPT, "add_special_tokens": False}, "key"),
+    ("tokenize_messages", "POST", "/tokenize", {"messages": MESSAGES}, "key"),
+    ("v1_tokenize_messages", "POST", "/v1/tokenize", {"messages": MESSAGES}, "key"),
+    (
+        "tokenize_messages_no_generation_prompt",
+        "POST",
+        "/tokenize",
+        {
+            "messages": [*MESSAGES, {"role": "assistant", "content": "Paris."}],
+            "add_generation_prompt": False,
+        },
+        "key",
+    ),
+    ("tokenize_messages_empty", "POST", "/tokenize", {"messages": []}, "key"),
+    (
+        "tokenize_messages_bad_role",
+        "POST",
+        "/tokenize",
+        {"messages": [{"role": "wizard", "content": PROMPT}]},
+        "key",
+    ),
+    ("tokenize_neither", "POST", "/tokenize", {"add_special_tokens": False}, "key"),
     (
         "generate_text",
         "POST",
@@ -170,6 +203,55 @@ REQUESTS: list[Req] = [
             "stream": True,
             "stream_options": {"include_usage": True},
         },
+        "key",
+    ),
+    (
+        "generate_natural",  # the bench's chat-shaped /generate: no ignore_eos
+        "POST",
+        "/generate",
+        {"text": CHATML_PROMPT, "sampling_params": NATURAL_SAMPLING},
+        "key",
+    ),
+    (
+        "generate_natural_stream",
+        "POST",
+        "/generate",
+        {"text": CHATML_PROMPT, "sampling_params": NATURAL_SAMPLING, "stream": True},
+        "key",
+    ),
+    (
+        "chat_natural",
+        "POST",
+        "/v1/chat/completions",
+        {"model": "default", "messages": MESSAGES, "max_tokens": 128, "temperature": 0},
+        "key",
+    ),
+    (
+        "chat_natural_stream",
+        "POST",
+        "/v1/chat/completions",
+        {
+            "model": "default",
+            "messages": MESSAGES,
+            "max_tokens": 128,
+            "temperature": 0,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+        "key",
+    ),
+    (
+        "chat_empty_messages",
+        "POST",
+        "/v1/chat/completions",
+        {"model": "default", "messages": [], "max_tokens": 4},
+        "key",
+    ),
+    (
+        "chat_bad_role",
+        "POST",
+        "/v1/chat/completions",
+        {"model": "default", "messages": [{"role": "wizard", "content": PROMPT}], "max_tokens": 4},
         "key",
     ),
     # Histogram series (inter-token latency...) appear only once streams have run.

@@ -8,7 +8,8 @@ import secrets
 import time
 from typing import Any
 
-from . import category, metrics, tokenizer
+from . import category, chat_template, metrics, tokenizer
+from .chat_template import TemplateError, ValidationFailure
 from .http import Connection, Request, Response, bare_response, json_response
 from .logs import log
 from .perf_model import SpecShape
@@ -72,6 +73,19 @@ HICACHE_DISABLED: dict[str, Any] = {
 }
 
 
+# FastAPI's RequestValidationError names the endpoint: http_server.py's path and the line of the
+# endpoint's first decorator, per release (0.5.23: the recording's generate_request at 928).
+HTTP_SERVER_PY = (
+    "/opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/http_server.py"
+)
+ENDPOINT_LINES: dict[tuple[int, ...], dict[str, int]] = {
+    (0, 5, 11): {"openai_v1_tokenize": 1524, "openai_v1_chat_completions": 1490},
+    (0, 5, 15): {"openai_v1_tokenize": 1648, "openai_v1_chat_completions": 1614},
+    (0, 5, 19): {"openai_v1_tokenize": 1768, "openai_v1_chat_completions": 1734},
+    (0, 5, 23): {"openai_v1_tokenize": 1906, "openai_v1_chat_completions": 1870},
+}
+
+
 class RequestError(ValueError):
     pass
 
@@ -94,6 +108,7 @@ class Emulator:
         self._scheduler_task: asyncio.Task[None] | None = None
         self._warned_health_env = False
         self.unhealthy = False  # a health check timed out (SGLang's ServerStatus.UnHealthy)
+        self.roles = chat_template.generic_roles(settings.release)  # of chat messages
 
     def start_scheduler(self) -> None:
         self.scheduler = Scheduler(self.settings, self.spec, self.args, self.stats, self.cache)
@@ -287,11 +302,64 @@ class Emulator:
             "running or waiting requests, the operation will not be performed.)\n",
         )
 
+    def _validation_error(
+        self, req: Request, errors: list[dict[str, Any]], endpoint: str
+    ) -> Response:
+        """FastAPI's RequestValidationError as SGLang's validation_exception_handler answers it
+        (0.5.11-0.5.23 http_server.py): 400, ErrorResponse type "Bad Request", the message
+        str(exc) (pydantic's errors, then the endpoint) followed by str(exc.errors())."""
+        n = len(errors)
+        text = f"{n} validation error{'s' if n != 1 else ''}:\n"
+        text += "".join(f"  {e!r}\n" for e in errors)
+        line = ENDPOINT_LINES.get(self.settings.release, ENDPOINT_LINES[(0, 5, 23)])[endpoint]
+        text += f'\n  File "{HTTP_SERVER_PY}", line {line}, in {endpoint}\n'
+        text += f"    {req.method} {req.path}"
+        return self._openai_error(f"{text} {errors!r}", error_type="Bad Request")
+
     async def tokenize(self, req: Request, conn: Connection) -> Response:
         """POST /tokenize and /v1/tokenize: {"tokens", "count", "max_model_len"} like SGLang's
-        OpenAI-compatible tokenizer endpoint; a list of prompts gives lists."""
+        OpenAI-compatible tokenizer endpoint; a list of prompts gives lists. `messages` (0.5.13
+        has them, 0.5.11's TokenizeRequest requires `prompt`) are rendered with the chat
+        template exactly as for /v1/chat/completions (serving_tokenize._tokenize_chat_request);
+        0.5.23 honours add_generation_prompt (earlier releases ignore the unknown field)."""
         body = req.json()
-        prompt = body.get("prompt") if isinstance(body, dict) else None
+        endpoint = "openai_v1_tokenize"
+        if not isinstance(body, dict):
+            msg = "Input should be a valid dictionary or object to extract fields from"
+            err = {"type": "model_attributes_type", "loc": ("body",), "msg": msg, "input": body}
+            return self._validation_error(req, [err], endpoint)
+        prompt, messages = body.get("prompt"), body.get("messages")
+        rel = self.settings.release
+        if rel < (0, 5, 12):  # 0.5.11 protocol.py:1118: prompt required, messages unknown
+            messages = None
+            if prompt is None:
+                err = {"type": "missing", "loc": ("body", "prompt"), "msg": "Field required",
+                       "input": body}  # fmt: skip
+                return self._validation_error(req, [err], endpoint)
+        elif (prompt is None) == (messages is None):  # TokenizeRequest.validate_tokenize_input
+            why = "Exactly one of 'prompt' or 'messages' must be provided."
+            err = {"type": "value_error", "loc": ("body",), "msg": f"Value error, {why}",
+                   "input": body, "ctx": {"error": ValueError(why)}}  # fmt: skip
+            return self._validation_error(req, [err], endpoint)
+        if messages is not None:
+            try:
+                msgs = chat_template.parse_messages(messages, self.roles)
+                add_gen = body.get("add_generation_prompt") if rel >= (0, 5, 23) else None
+                add_gen = None if add_gen is None else bool(add_gen)
+                cont = bool(body.get("continue_final_message"))
+                if add_gen is False and cont:
+                    raise TemplateError(
+                        "continue_final_message needs add_generation_prompt to open the "
+                        "assistant turn."
+                    )
+                ids = chat_template.render(msgs, add_gen, cont)
+            except ValidationFailure as e:
+                return self._validation_error(req, e.errors, endpoint)
+            except TemplateError as e:
+                return self._openai_error(str(e))
+            return json_response(
+                {"tokens": ids, "count": len(ids), "max_model_len": self.context_len}
+            )
         if isinstance(prompt, str):
             ids = tokenizer.encode(prompt)
             return json_response(
@@ -322,14 +390,11 @@ class Emulator:
     # -- generation --------------------------------------------------------------------------
     def _new_request(
         self,
-        prompt_text: str,
-        prompt_ids: list[int] | None,
+        ids: list[int],
         max_new: int,
         rid: str | None = None,
+        ignore_eos: bool = False,
     ) -> GenRequest:
-        ids = list(prompt_ids) if prompt_ids is not None else tokenizer.encode(prompt_text)
-        if prompt_ids is not None and not all(isinstance(t, int) for t in ids):
-            raise RequestError("input_ids must be a list of integers")
         if max_new < 0:
             raise RequestError("max_new_tokens must be at least 0")
         n = len(ids)
@@ -346,8 +411,25 @@ class Emulator:
                 "reduce the number of tokens in the input messages or the completion to fit "
                 "within the limit."
             )
-        cat = category.detect(prompt_text if prompt_ids is None else "", ids)
-        return GenRequest(ids, max_new, cat, self.settings.seed, rid=rid)
+        s = self.settings
+        return GenRequest(
+            ids,
+            max_new,
+            category.detect(ids),
+            s.seed,
+            rid=rid,
+            ignore_eos=ignore_eos,
+            diverge=s.diverge if self.spec.enabled else 0.0,
+            diverge_after=s.diverge_after,
+        )
+
+    @staticmethod
+    def _client_ids(raw: Any) -> list[int]:
+        if not isinstance(raw, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in raw
+        ):
+            raise RequestError("input_ids must be a list of integers")
+        return list(raw)
 
     def meta_info(
         self, r: GenRequest, finished: bool, stream_first: bool = False
@@ -361,7 +443,7 @@ class Emulator:
         first = r.first_token or time.time()
         meta: dict[str, Any] = {
             "id": r.rid,
-            "finish_reason": {"type": "length", "length": n} if finished else None,
+            "finish_reason": r.finish_reason if finished else None,
             "prompt_tokens": len(r.prompt_ids),
             "weight_version": "default",
             # 0.5.11 tokenizer_manager.py:1666 "total_retractions"; renamed in 0.5.12
@@ -442,8 +524,12 @@ class Emulator:
         if isinstance(text, list) or (ids and isinstance(ids[0], list)):
             raise RequestError("batched /generate requests are not supported by the emulator")
         params = body.get("sampling_params") or {}
+        prompt = tokenizer.encode(text or "") if ids is None else self._client_ids(ids)
         r = self._new_request(
-            text or "", ids, int(params.get("max_new_tokens", 128)), body.get("rid")
+            prompt,
+            int(params.get("max_new_tokens", 128)),
+            body.get("rid"),
+            ignore_eos=bool(params.get("ignore_eos", False)),
         )
         r.internal = WARMUP_HEADER in req.headers
         if not body.get("stream"):
@@ -486,6 +572,13 @@ class Emulator:
             "code": status,
         }
         return json_response(err, status)
+
+    @staticmethod
+    def _openai_finish(r: GenRequest) -> dict[str, Any]:
+        """choices[].finish_reason and matched_stop: the meta_info finish_reason's type and its
+        `matched` (the end-of-turn token id), as serving_chat/serving_completions map them."""
+        reason = r.finish_reason or {"type": "length"}
+        return {"finish_reason": reason["type"], "matched_stop": reason.get("matched")}
 
     @staticmethod
     def _usage(r: GenRequest, stream_completion: bool = False) -> dict[str, Any]:
@@ -547,30 +640,26 @@ class Emulator:
             body = req.json()
             if not isinstance(body, dict):
                 raise RequestError("request body must be a JSON object")
+            ignore_eos = bool(body.get("ignore_eos", False))
             if chat:
-                messages = body.get("messages")
-                if not isinstance(messages, list) or not messages:
-                    raise RequestError("messages must be a non-empty list")
-                content = "\n".join(str(m.get("content", "")) for m in messages)
-                prompt = (
-                    "".join(
-                        f"<|{m.get('role', 'user')}|>\n{m.get('content', '')}\n" for m in messages
-                    )
-                    + "<|assistant|>\n"
-                )
-                r = self._new_request(prompt, None, int(body.get("max_tokens") or 128))
-                r.category = category.detect(content, [])
+                msgs = chat_template.parse_messages(body.get("messages"), self.roles)
+                ids = chat_template.render(msgs, None, bool(body.get("continue_final_message")))
+                max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+                r = self._new_request(ids, int(max_tokens or 128), ignore_eos=ignore_eos)
             else:
                 raw = body.get("prompt")
-                ids = raw if isinstance(raw, list) and raw and isinstance(raw[0], int) else None
-                if ids is None and not isinstance(raw, str):
+                if isinstance(raw, list) and raw and isinstance(raw[0], int):
+                    ids = self._client_ids(raw)
+                elif isinstance(raw, str):
+                    ids = tokenizer.encode(raw)
+                else:
                     raise RequestError("prompt must be a string or a list of token ids")
                 max_tokens = body.get("max_tokens")
                 r = self._new_request(
-                    raw if isinstance(raw, str) else "",
-                    ids,
-                    int(16 if max_tokens is None else max_tokens),
+                    ids, int(16 if max_tokens is None else max_tokens), ignore_eos=ignore_eos
                 )
+        except ValidationFailure as e:
+            return self._validation_error(req, e.errors, "openai_v1_chat_completions")
         except (RequestError, ValueError, TypeError, AttributeError) as e:
             return self._openai_error(str(e))
         model = body.get("model") or self.model_name
@@ -587,16 +676,14 @@ class Emulator:
                         "reasoning_content": None,
                     },
                     "logprobs": None,
-                    "finish_reason": "length",
-                    "matched_stop": None,
+                    **self._openai_finish(r),
                 }
             else:
                 choice = {
                     "index": 0,
                     "text": r.out.text,
                     "logprobs": None,
-                    "finish_reason": "length",
-                    "matched_stop": None,
+                    **self._openai_finish(r),
                 }
             resp = {
                 "id": r.rid,
@@ -641,13 +728,16 @@ class Emulator:
                 if opts.get("continuous_usage_stats"):
                     payload["usage"] = self._usage(g)
                 ok = sse(payload)
-                return sse(chat_chunk({}, "length")) if finished and ok else ok
+                if finished and ok:
+                    end = chat_chunk({}, None)
+                    end["choices"][0].update(self._openai_finish(g))
+                    return sse(end)
+                return ok
             choice = {
                 "index": 0,
                 "text": delta,
                 "logprobs": None,
-                "finish_reason": "length" if finished else None,
-                "matched_stop": None,
+                **(self._openai_finish(g) if finished else NO_FINISH),
             }
             usage = self._usage(g) if opts.get("continuous_usage_stats") else None
             return sse({**head, "choices": [choice], "usage": usage})
@@ -664,6 +754,7 @@ class Emulator:
         return None
 
 
+NO_FINISH = {"finish_reason": None, "matched_stop": None}
 GET, POST = ("GET",), ("POST", "PUT")
 ROUTES: dict[str, tuple[tuple[str, ...], str]] = {
     "/health": (GET, "health"),

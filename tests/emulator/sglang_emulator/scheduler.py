@@ -11,7 +11,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from .content import OutputStream
+from . import tokenizer
+from .content import OutputStream, Plan, prompt_key
 from .logs import log
 from .perf_model import PerfModel, SpecShape
 from .prefix_cache import PrefixCache
@@ -33,18 +34,29 @@ class GenRequest:
         seed: int,
         rid: str | None = None,
         is_health: bool = False,
+        ignore_eos: bool = False,
+        diverge: float = 0.0,
+        diverge_after: int = 4,
     ) -> None:
+        self.arrival = time.time()
         self.rid = rid or uuid.uuid4().hex
         self.prompt_ids = prompt_ids
         self.max_new = max_new_tokens
         self.category = category
-        # Deterministic given the seed and the request (not its random id).
-        key = zlib.crc32(repr((seed, prompt_ids[:4096], max_new_tokens)).encode())
-        self.rng = random.Random(key)
-        self.out = OutputStream(category, self.rng.randrange(1 << 16))
+        self.ignore_eos = ignore_eos
+        # The output: a function of the seed and the prompt ids only (content.py).
+        key = prompt_key(seed, prompt_ids)
+        plan = Plan(key, category, diverge, diverge_after)
+        self.natural_len = plan.natural_len
+        self.out = OutputStream(category, plan.start, plan.natural_len - 1, plan.diverge_at)
+        self.diverged = plan.diverge_at is not None
+        # The last token: <|im_end|> ends the turn unless ignore_eos (SGLang's
+        # Req._check_token_based_finish), max_new_tokens caps it either way.
+        self.limit = max_new_tokens if ignore_eos else min(max_new_tokens, plan.natural_len)
+        # Accepted drafts per verify step: deterministic given the request (not its id).
+        self.rng = random.Random(zlib.crc32(b"%d" % max_new_tokens, key))
         self.is_health = is_health
         self.internal = False  # the server's own warm-up: not in /emulator/requests
-        self.arrival = time.time()
         self.cached_tokens = 0
         self.first_token: float | None = None
         self.finish: float | None = None
@@ -69,6 +81,21 @@ class GenRequest:
     def finished(self) -> bool:
         return self.finish is not None
 
+    @property
+    def stopped(self) -> bool:
+        """Ended its turn: the last output token is the matched <|im_end|>."""
+        return not self.ignore_eos and self.completion_tokens == self.natural_len
+
+    @property
+    def finish_reason(self) -> dict[str, Any] | None:
+        """SGLang's meta_info finish_reason: FINISH_MATCHED_TOKEN or FINISH_LENGTH
+        (managers/schedule_batch.py:284, update_finish_state)."""
+        if self.finish is None:
+            return None
+        if self.stopped:
+            return {"type": "stop", "matched": tokenizer.EOS}
+        return {"type": "length", "length": self.max_new}
+
     def record(self) -> dict[str, Any]:
         return {
             "rid": self.rid,
@@ -81,6 +108,7 @@ class GenRequest:
             "spec_verify_ct": self.verify_ct,
             "cached_tokens": self.cached_tokens,
             "category": self.category,
+            "finish_reason": self.finish_reason,
         }
 
 
@@ -187,7 +215,7 @@ class Scheduler:
         for req in batch:
             self.cache.insert(req.prompt_ids)
             self.stats.prompt_tokens += len(req.prompt_ids)
-            if req.max_new <= 0:
+            if req.limit <= 0:
                 self._finish(req, now)
                 continue
             self.running.append(req)
@@ -217,7 +245,7 @@ class Scheduler:
             else:
                 correct = self.model.sample_step(req.rng, req.category, req.context)
                 n = correct + 1
-            n = min(n, req.max_new - req.completion_tokens)
+            n = min(n, req.limit - req.completion_tokens)  # max_new_tokens or end of turn
             if spec.enabled:
                 correct = min(correct, n - 1) if n > 0 else 0
                 req.verify_ct += 1
@@ -257,7 +285,7 @@ class Scheduler:
         else:
             st.itl.observe((now - req.chunks[-1][0]) / n, n)
         req.chunks.append([now, n])
-        finished = req.completion_tokens >= req.max_new
+        finished = req.completion_tokens >= req.limit
         if finished:
             self._finish(req, now)
         if req.on_chunk is not None and not req.on_chunk(req, delta, finished):

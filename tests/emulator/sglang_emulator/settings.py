@@ -18,6 +18,13 @@ def _opt_float(env: dict[str, str], name: str) -> float | None:
     return float(raw) if raw else None
 
 
+def _fraction(env: dict[str, str], name: str) -> float:
+    value = _float(env, name, 0.0)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}: {value} is not a fraction between 0 and 1")
+    return value
+
+
 def _env_bool(env: dict[str, str], name: str, default: bool) -> tuple[bool, str | None]:
     """SGLang's EnvBool read through EnvField.get(): unset is the default, and so is a value
     other than these words, with a warning. Returns the value and that warning, if any."""
@@ -75,6 +82,10 @@ class Settings:
     fixed_ttft_ms: float | None = None
     fixed_step_ms: float | None = None
     fixed_accept: float | None = None
+    # With speculation on, the share of requests (chosen by their prompt ids) whose output
+    # turns to other tokens from token diverge_after on: a broken drafter.
+    diverge: float = 0.0
+    diverge_after: int = 4
     health_check_timeout: float = 20.0
     # SGLANG_WARMUP_TIMEOUT: EnvFloat(-1); the warm-up request uses it when > 0, else 600 s
     # (0.5.23 environ.py:324, entrypoints/http_server.py:2491-2498).
@@ -122,6 +133,8 @@ class Settings:
             fixed_ttft_ms=_opt_float(e, "SGLANG_EMU_FIXED_TTFT_MS"),
             fixed_step_ms=_opt_float(e, "SGLANG_EMU_FIXED_STEP_MS"),
             fixed_accept=_opt_float(e, "SGLANG_EMU_FIXED_ACCEPT"),
+            diverge=_fraction(e, "SGLANG_EMU_DIVERGE"),
+            diverge_after=int(_float(e, "SGLANG_EMU_DIVERGE_AFTER", 4)),
             health_check_timeout=_float(e, "SGLANG_HEALTH_CHECK_TIMEOUT", 20.0),
             warmup_timeout=_warmup_timeout(_float(e, "SGLANG_WARMUP_TIMEOUT", -1.0)),
             health_endpoint_generation=health_gen,

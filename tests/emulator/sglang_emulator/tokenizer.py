@@ -1,7 +1,11 @@
 """A deterministic toy tokenizer: words and punctuation are tokens; ids are stable hashes.
 
 Common words get small ids so that input_ids sent by a client decode back to readable text;
-anything else gets an id from a CRC32 of the token, decoded as `<tokN>`.
+anything else gets an id from a CRC32 of the token, decoded as `<tokN>`. Whitespace only
+separates tokens (it is no token of its own). The ChatML special tokens `<|endoftext|>`,
+`<|im_start|>` and `<|im_end|>` are single ids at the top of the vocabulary (like Qwen's, whose
+chat template the emulator renders): `encode` finds them in text as a Hugging Face tokenizer
+does; generated text leaves them out (SGLang's skip_special_tokens).
 """
 
 from __future__ import annotations
@@ -10,7 +14,11 @@ import re
 import zlib
 
 VOCAB_SIZE = 129280
-_TOKEN_RE = re.compile(r"\s*(?:\w+|[^\w\s])")
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+ENDOFTEXT, IM_START, IM_END = range(VOCAB_SIZE - len(SPECIAL_TOKENS), VOCAB_SIZE)
+EOS = IM_END  # the model's end of turn (generation_config eos_token_id)
+_SPECIAL_IDS = dict(zip(SPECIAL_TOKENS, (ENDOFTEXT, IM_START, IM_END), strict=True))
+_TOKEN_RE = re.compile(r"\s*(?:<\|(?:endoftext|im_start|im_end)\|>|\w+|[^\w\s])")
 
 _COMMON = (  # noqa: SIM905 (a word list reads better as prose)
     "the of and to a in is it that for on with as was at by be this are or from an not but "
@@ -44,7 +52,12 @@ def token_id(tok: str) -> int:
     known = _IDS.get(key)
     if known is not None:
         return known
-    return _N + zlib.crc32(key.encode()) % (VOCAB_SIZE - _N)
+    special = _SPECIAL_IDS.get(key)
+    if special is not None:
+        return special
+    tid = _N + zlib.crc32(key.encode()) % (VOCAB_SIZE - _N)
+    # The few hashes that land on a special id move just below them.
+    return tid - len(SPECIAL_TOKENS) if tid >= ENDOFTEXT else tid
 
 
 def encode(text: str) -> list[int]:
@@ -55,6 +68,8 @@ def decode_one(tid: int) -> str:
     if 0 <= tid < _N:
         word = VOCAB[tid]
         return word if not word[0].isalnum() else " " + word
+    if tid >= ENDOFTEXT and tid < VOCAB_SIZE:
+        return SPECIAL_TOKENS[tid - ENDOFTEXT]
     return f" <tok{tid}>"
 
 
@@ -64,3 +79,7 @@ def decode(ids: list[int]) -> str:
 
 def is_known(tid: int) -> bool:
     return 0 <= tid < _N
+
+
+def is_special(tid: int) -> bool:
+    return ENDOFTEXT <= tid < VOCAB_SIZE
