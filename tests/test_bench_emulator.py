@@ -326,3 +326,35 @@ def test_killed_run_resumes_with_only_missing_cells(start_emulator, model_dirs, 
     assert new_cells == {f"{c}-out16-random-r0" for c in missing}
     rows = (out / "summary.csv").read_text().splitlines()
     assert len(rows) == 1 + 4
+
+
+def _greedy_only(url: str, out: Path, *extra: str) -> dict[str, Any]:
+    """The greedy-output check's answers (and one tiny chat cell, which a run needs)."""
+    args = ["--contexts", "natural", "--concurrency", "1", "--output-len", "4"]
+    args += ["--min-requests", "1", "--requests-per-slot", "1", "--warmup", "0", *extra]
+    assert _run(url, out, *args) == 0
+    return json.loads((out / "greedy.json").read_text())
+
+
+def test_the_greedy_check_passes_correct_speculation_and_catches_a_broken_one(
+    start_emulator, model_dirs, tmp_path
+):
+    """The baseline's temperature-0 answers against a speculative server's, compared by the
+    sweep's own code: identical with a correct drafter/verify path; with SGLANG_EMU_DIVERGE=1
+    (every answer changes after its 4th token) none is."""
+    from sweep.greedy import compare
+
+    base = start_emulator(_flags(model_dirs, spec=False))
+    spec = start_emulator(_flags(model_dirs))
+    broken = start_emulator(_flags(model_dirs), env={"SGLANG_EMU_DIVERGE": "1"})
+    answers = {
+        name: _greedy_only(f"http://127.0.0.1:{emu.port}", tmp_path / name)
+        for name, emu in (("base", base), ("spec", spec), ("broken", broken))
+    }
+    assert answers["base"]["failed"] == 0 and len(answers["base"]["answers"]) == 16
+    assert {a["finish_reason"] for a in answers["base"]["answers"]} <= {"stop", "length"}
+    good = compare("spec", answers["spec"], "base", answers["base"], 0.75)
+    bad = compare("broken", answers["broken"], "base", answers["base"], 0.75)
+    assert (good.status, good.identical, good.mean_prefix_share) == ("pass", 16, 1.0)
+    assert (bad.status, bad.identical) == ("fail", 0)
+    assert bad.mean_common_prefix == pytest.approx(4.0)  # 4 tokens agree, then it diverges
