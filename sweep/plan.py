@@ -380,7 +380,10 @@ def bench_params(
 
     out: dict[str, Any] = {}
     for key in BENCH_LIST_KEYS:
-        values = int_list(key, pick(key), natural=key != "concurrency")
+        raw = pick(key)
+        if dataset is not None and key != "concurrency" and _absent(cli.get(key)):
+            raw = "natural"  # a dataset is measured as its users send it, unless told otherwise
+        values = int_list(key, raw, natural=key != "concurrency")
         if values is None:
             raise SweepInputError(f"{key} is not set (command line or sglang_bench_{key})")
         out[key] = values
@@ -399,11 +402,11 @@ def bench_params(
         )
     if "dataset" in cats and dataset is None:
         raise SweepInputError("categories=dataset needs a dataset: -e dataset=PATH")
-    raw = [c for c in cats if c not in CHAT_CATEGORIES]
-    if NATURAL in out["contexts"] and raw:
+    plain = [c for c in cats if c not in CHAT_CATEGORIES]
+    if NATURAL in out["contexts"] and plain:
         raise SweepInputError(
             f"contexts=natural needs chat-shaped categories ({', '.join(CHAT_CATEGORIES)}); "
-            f"{', '.join(raw)} have no natural length"
+            f"{', '.join(plain)} have no natural length"
         )
     out["categories"] = _dedupe(cats)
     out["repetitions"] = positive_int("repetitions", pick("repetitions") or 1)

@@ -146,3 +146,13 @@ def test_bad_input_is_named_before_anything_is_written(
         )
     assert says.lower() in str(e.value).lower()
     assert not results.exists()  # nothing written, no host asked
+
+
+def test_a_dataset_is_measured_as_sent_unless_lengths_are_given(
+    tmp_path: Path, traffic: Path
+) -> None:
+    bench = plan.make_plan(plan_input(tmp_path, budget="4", dataset=str(traffic))).bench
+    assert (bench["contexts"], bench["output_len"]) == ([0], [0])  # the inventory's are not
+    given = plan_input(tmp_path, budget="4", dataset=str(traffic), contexts="64", output_len="32")
+    bench = plan.make_plan(given).bench
+    assert (bench["contexts"], bench["output_len"]) == ([64], [32])
