@@ -1,4 +1,5 @@
-"""python -m sweep plan|claim|finish-point|fail-point|report|winner|deployed|run|status|wheelhouse
+"""python -m sweep check|plan|claim|finish-point|fail-point|report|winner|deployed|run|status|
+wheelhouse
 
 The controller side of a sweep (the hosts only ever get the bench package, bench/).
 sweep.yml and the sglang_bench role call plan, wheelhouse, finish-point and
@@ -27,8 +28,17 @@ def _parser() -> argparse.ArgumentParser:
         # add_parser does not inherit allow_abbrev: each subcommand must refuse prefixes itself
         return sub.add_parser(name, help=summary, allow_abbrev=False)
 
+    command(
+        "check",
+        "validate a sweep's command line and first host's variables, no host asked (JSON on stdin)",
+    )
+
     s = command("plan", "validate, expand, order and split a sweep (JSON on stdin)")
-    s.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, write nothing (but a dataset's sample, a cache)",
+    )
 
     s = command("claim", "claim a point of the queue for a host (sglang_bench's point entry)")
     s.add_argument("sweep_dir", type=Path)
@@ -104,6 +114,25 @@ def _stdin_json() -> dict[str, Any]:
 
 
 def _run(a: argparse.Namespace) -> int:
+    if a.command == "check":
+        from sweep import plan as plan_mod
+
+        given = plan_mod.read_inputs(_stdin_json())
+        ds = given.dataset
+        print(
+            json.dumps(
+                {
+                    "sweep": given.name,
+                    "points": [p.point_id for p in given.points],
+                    "bench": given.bench,
+                    "dataset": None
+                    if ds is None
+                    else f"{len(ds.conversations)} of {ds.total} requests ({ds.fmt}; sources "
+                    f"{', '.join(ds.sources())}; {ds.skipped} skipped)",
+                }
+            )
+        )
+        return 0
     if a.command == "plan":
         from sweep import plan as plan_mod
         from sweep import progress

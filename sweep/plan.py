@@ -584,15 +584,34 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def make_plan(inp: dict[str, Any]) -> Plan:
-    """The plan of one round (`round`, default 0): a grid sweep is one round, a halving search
-    one round per level (sweep/search_rounds.py); a round with nothing left to run is idle."""
+@dataclass
+class Inputs:
+    """Everything a sweep's command line and first host's variables say, validated; no host
+    has been asked anything (what the hosts' builds allow is checked again by plan)."""
+
+    cli: dict[str, Any]
+    inventory: dict[str, Any]
+    points: list[Point]
+    dataset: workload.Dataset | None
+    bench: dict[str, Any]
+    objective: dict[str, Any]
+    search: str
+    name: str
+    sweep_dir: Path
+    stop_on_failure: bool
+    fresh: bool
+
+
+def read_inputs(inp: dict[str, Any]) -> Inputs:
+    """The checks that need no host (SweepInputError naming the first bad value): run by
+    sweep.yml's first play on the controller, before any host is contacted, and by every plan.
+    A dataset is read (streamed) and sampled here; its sample is kept under
+    <results>/.workloads/ so that later plans do not read the file again (sweep/workload.py)."""
     cli = inp.get("cli") or {}
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
-    hosts = [str(h) for h in inp.get("hosts") or []]
-    if not hosts:
-        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     points = expand(cli, inventory, inp.get("server"))
+    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
+    results = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve()
     dataset = None
     if not _absent(cli.get("dataset")):
         try:
@@ -601,6 +620,7 @@ def make_plan(inp: dict[str, Any]) -> Plan:
                 cli.get("dataset_sample"),
                 cli.get("dataset_seed"),
                 cli.get("dataset_format"),
+                results,
             )
         except workload.WorkloadError as e:
             raise SweepInputError(str(e)) from None
@@ -618,36 +638,67 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     search_name = str(cli.get("search") or "grid")
     if search_name not in SEARCHES:
         raise SweepInputError(f"search={search_name}: choose one of {', '.join(SEARCHES)}")
-    round_index = int(inp.get("round") or 0)
+    if search_name != "grid":
+        from sweep import objectives, search_rounds
+
+        obj = objectives.make(
+            objective["objective"], objective["slo_ttft_ms"], objective["slo_tpot_ms"]
+        )
+        search_rounds.strategy(cli, obj, search_name)  # its parameters' SweepInputErrors
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
-    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
-    sweep_dir = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve() / name
     stop = as_bool(
         "stop_on_failure",
         cli.get("stop_on_failure"),
         as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
     )
     fresh = as_bool("fresh", cli.get("fresh"), False)
+    return Inputs(
+        cli,
+        inventory,
+        points,
+        dataset,
+        bench,
+        objective,
+        search_name,
+        name,
+        results / name,
+        stop,
+        fresh,
+    )
+
+
+def make_plan(inp: dict[str, Any]) -> Plan:
+    """The plan of one round (`round`, default 0): a grid sweep is one round, a halving search
+    one round per level (sweep/search_rounds.py); a round with nothing left to run is idle."""
+    hosts = [str(h) for h in inp.get("hosts") or []]
+    if not hosts:
+        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
+    given = read_inputs(inp)
+    round_index = int(inp.get("round") or 0)
     classes = {str(h): str(c) for h, c in (inp.get("classes") or {}).items()}
-    points = pin_baselines(points, hosts, classes)  # after the name: it is the host set's
+    points = pin_baselines(given.points, hosts, classes)  # after the name: it is the host set's
     by_class: dict[str, dict[str, Any]] = {}
     for h, caps in (inp.get("capabilities") or {}).items():
         if str(h) in classes and isinstance(caps, dict):
             by_class.setdefault(classes[str(h)], caps)
-    level = _LevelInput(hosts, stop, inp.get("server") or {}, fresh, classes, by_class)
-    if search_name == "grid":
-        plan = _level_plan(level, name, sweep_dir, bench, points)
+    level = _LevelInput(
+        hosts, given.stop_on_failure, inp.get("server") or {}, given.fresh, classes, by_class
+    )
+    if given.search == "grid":
+        plan = _level_plan(level, given.name, given.sweep_dir, given.bench, points)
         plan.idle = round_index > 0  # one round: later ones have nothing to do
         plan.final = True
     else:
-        plan = _search_plan(level, cli, objective, round_index, sweep_dir, bench, points)
+        plan = _search_plan(
+            level, given.cli, given.objective, round_index, given.sweep_dir, given.bench, points
+        )
     plan.round = round_index
-    plan.dataset = dataset
+    plan.dataset = given.dataset
     if plan.run_on is not None:
-        plan.run_on.dataset = dataset
+        plan.run_on.dataset = given.dataset
     return plan
 
 
@@ -818,8 +869,6 @@ def record_run(plan: Plan) -> None:
     before under the same identity are copied in (store.adopt) and count as complete."""
     layout.clear_staging(plan.sweep_dir)
     claims.clear(plan.sweep_dir)
-    if plan.dataset is not None:
-        workload.write(plan.sweep_dir.parent, plan.dataset)
     for pid, source in plan.reuse.items():
         store.adopt(source, plan.sweep_dir, pid, plan.identities[pid]["digest"])
     previous = layout.read_sweep(plan.sweep_dir) or {}

@@ -7,11 +7,13 @@ sample is written once, content-addressed, to `<results>/.workloads/<digest>.jso
 JSONL format), and the bench parameters carry its digest: a point's identity (sweep/store.py)
 holds the bench parameters, so an edited request that is sent re-measures every point, and an
 unchanged sample reuses them. Every problem with the file is named here, before any host
-changes.
+is contacted (sweep.yml's first play runs `sweep check`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +22,11 @@ from typing import Any
 from bench import conversation, datasets
 from bench.conversation import Conversation
 from bench.errors import BenchError
+from bench.records import write_json
+from sweep.layout import read_json
 
 WORKLOADS = ".workloads"
+FILES = "files"  # <results>/.workloads/files/<key>.json: which sample a dataset file gave
 # A rendered conversation has at most one token per UTF-8 byte of its text (byte-level BPE and
 # byte-fallback tokenizers alike), plus what the chat template adds: generously, this many per
 # message and once. Used only to refuse a context no request can reach before any host changes;
@@ -57,15 +62,24 @@ class Dataset:
         return sorted({c.source for c in self.conversations})
 
 
-def load(path: Any, sample: Any, seed: Any, fmt: Any) -> Dataset:
-    """The sample of the dataset at `path` (WorkloadError naming what is wrong)."""
+def load(path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path) -> Dataset:
+    """The sample of the dataset at `path` (WorkloadError naming what is wrong), written under
+    `results_root` (sample_file). A file whose path, size and modification time are those of an
+    earlier load with the same sampling parameters is not read again: its sample is (every plan
+    of a sweep asks; a large file takes a while to stream)."""
     n = _count("dataset_sample", sample, minimum=1)
     s = _count("dataset_seed", seed, minimum=0) or 0
+    file = Path(str(path)).expanduser()
+    fmt = str(fmt or "auto")
+    key = _file_key(file, n, s, fmt)
+    cached = _cached(results_root, key, n, s) if key else None
+    if cached is not None:
+        return cached
     try:
-        got = datasets.sample(Path(str(path)).expanduser(), n, s, str(fmt or "auto"))
+        got = datasets.sample(file, n, s, fmt)
     except BenchError as e:
         raise WorkloadError(str(e)) from None
-    return Dataset(
+    ds = Dataset(
         got.conversations,
         conversation.digest(got.conversations),
         got.total,
@@ -73,6 +87,39 @@ def load(path: Any, sample: Any, seed: Any, fmt: Any) -> Dataset:
         got.fmt,
         n,
         s,
+    )
+    write(results_root, ds)
+    if key:
+        index = results_root / WORKLOADS / FILES / f"{key}.json"
+        index.parent.mkdir(parents=True, exist_ok=True)
+        write_json(
+            index, {"digest": ds.digest, "total": ds.total, "skipped": ds.skipped, "fmt": ds.fmt}
+        )
+    return ds
+
+
+def _file_key(file: Path, n: int | None, seed: int, fmt: str) -> str | None:
+    try:
+        st = file.stat()
+    except OSError:
+        return None  # sample() names the problem
+    ident = [str(file.resolve()), st.st_size, st.st_mtime_ns, n, seed, fmt]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def _cached(results_root: Path, key: str, n: int | None, seed: int) -> Dataset | None:
+    meta = read_json(results_root / WORKLOADS / FILES / f"{key}.json")
+    if not meta:
+        return None
+    sample = results_root / WORKLOADS / f"{meta['digest']}.jsonl"
+    try:
+        conversations = list(datasets.read(sample, "chat"))
+    except BenchError:
+        return None
+    if conversation.digest(conversations) != meta["digest"]:
+        return None  # an edited sample is no cache
+    return Dataset(
+        conversations, meta["digest"], meta["total"], meta["skipped"], meta["fmt"], n, seed
     )
 
 

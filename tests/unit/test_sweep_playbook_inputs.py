@@ -1,0 +1,85 @@
+"""sweep.yml refuses bad traffic parameters before any host is contacted: its first play (the
+controller's `sweep check`) names the bad value, and the playbook ends there. The inventory's
+host is unreachable on purpose: had any play reached for it, the output would say so. (An
+unreadable file's message is tested in test_sweep_workload.py: CI runs as root, who reads any.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "never-contacted"
+
+
+def inventory(tmp: Path) -> Path:
+    path = tmp / "hosts.yml"
+    host = {
+        "ansible_host": "192.0.2.1",  # TEST-NET-1: nothing answers there
+        "ansible_ssh_common_args": "-o ConnectTimeout=1",
+        "sglang_server_dialect": "ddtree",
+        "sglang_server_speculative_algorithm": "DDTREE",
+        "sglang_bench_contexts": [512],
+        "sglang_bench_concurrency": [1],
+    }
+    path.write_text(json.dumps({"all": {"children": {"sglang_servers": {"hosts": {HOST: host}}}}}))
+    return path
+
+
+def sweep(tmp: Path, extra: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    ansible = str(Path(sys.executable).parent / "ansible-playbook")  # the venv's
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+    args = [ansible, "-i", str(inventory(tmp)), str(ROOT / "sweep.yml")]
+    args += ["-e", json.dumps({"results_dir": str(tmp / "results"), "budget": 8, **extra})]
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def chat(text: str) -> str:
+    return json.dumps({"messages": [{"role": "user", "content": text}]})
+
+
+CASES: dict[str, tuple[Any, dict[str, Any], str]] = {
+    # name: (file lines or None, extra vars ({file} is the dataset's path), the message)
+    "missing": (None, {"dataset": "{dir}/nope.jsonl"}, "nope.jsonl: no such file"),
+    "empty": ([], {}, "empty"),
+    "malformed line": ([chat("ok"), '{"messages": [', chat("ok")], {}, "line 2"),
+    "unknown format": ([chat("ok")], {"dataset_format": "csv"}, "csv"),
+    "not role/content": ([json.dumps({"messages": [{"text": "hi"}]})], {}, "line 1"),
+    "too short": ([chat("short?")], {"contexts": "4096"}, "no request of the dataset is long"),
+    "sample too big": ([chat("a?"), chat("b?")], {"dataset_sample": 3}, "dataset_sample=3"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_traffic_is_named_and_no_host_is_contacted(tmp_path: Path, case: str) -> None:
+    lines, extra, says = CASES[case]
+    extra = dict(extra)
+    data = tmp_path / "traffic.jsonl"
+    if lines is not None:
+        data.write_text("".join(line + "\n" for line in lines))
+    extra = {"dataset": str(data), **{k: str(v).format(dir=tmp_path) for k, v in extra.items()}}
+    run = sweep(tmp_path, extra)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    assert says.lower() in out.lower(), out[-2000:]
+    assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
+    assert "Check every host" not in out  # the hosts' play never started
+    assert not (tmp_path / "results").exists() or not [
+        p for p in (tmp_path / "results").iterdir() if p.name != ".workloads"
+    ]
+
+
+def test_good_traffic_passes_the_check_and_goes_on_to_the_hosts(tmp_path: Path) -> None:
+    data = tmp_path / "traffic.jsonl"
+    data.write_text(chat("a question long enough to be a real request") + "\n")
+    run = sweep(tmp_path, {"dataset": str(data)})
+    out = run.stdout + run.stderr
+    assert "dataset: 1 of 1 requests (chat; sources dataset; 0 skipped)" in out, out[-2000:]
+    assert "Check every host" in out  # and then the unreachable host fails its check
+    assert run.returncode != 0
