@@ -72,10 +72,16 @@ class RunConfig:
 
     @property
     def longest_output(self) -> int:
+        """The most tokens a request may generate: a fixed length, or a natural output's cap
+        (its conversation's max_tokens, else natural_max_tokens)."""
         caps = [o for o in self.output_lens if o != NATURAL]
         if NATURAL in self.output_lens:
-            caps += [c.max_tokens or self.natural_max_tokens for c in self.dataset]
-            caps.append(self.natural_max_tokens if not self.dataset else 0)
+            for category in self.categories:
+                if category in CHAT_CATEGORIES:
+                    pool = chat_pool(category, self.dataset)
+                    caps += [c.max_tokens or self.natural_max_tokens for c in pool]
+                else:
+                    caps.append(self.natural_max_tokens)
         return max(caps)
 
 

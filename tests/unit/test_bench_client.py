@@ -39,6 +39,10 @@ async def _generate(request: web.Request) -> web.StreamResponse:
     elif mode == "error":
         await resp.write(b'data: {"error": {"message": "bad input", "code": 400}}\n\n')
         await resp.write(b"data: [DONE]\n\n")
+    elif mode == "eot":  # the model ends its turn after 4 tokens, the end of turn counted
+        await resp.write(_chunk(1))
+        await resp.write(_chunk(4, {"type": "stop", "matched": 2}))
+        await resp.write(b"data: [DONE]\n\n")
     elif mode == "abort":
         await resp.write(_chunk(1, {"type": "abort", "message": "x"}))
         await resp.write(b"data: [DONE]\n\n")
@@ -56,11 +60,20 @@ async def fake_url():
     await server.close()
 
 
-async def _one(url: str, rid: str, n: int = 9) -> RequestResult:
+async def _one(url: str, rid: str, n: int = 9, ignore_eos: bool = True) -> RequestResult:
     r = RequestResult(index=0)
+    payload = generate_payload({"input_ids": [1, 2]}, n, 0.0, rid, ignore_eos=ignore_eos)
     async with make_session(1, 30, 10) as s:
-        await stream_generate(s, url, {}, generate_payload({"input_ids": [1, 2]}, n, 0.0, rid), r)
+        await stream_generate(s, url, {}, payload, r)
     return r
+
+
+async def test_a_natural_output_may_end_before_its_cap(fake_url):
+    r = await _one(fake_url, "eot", ignore_eos=False)
+    assert r.ok and r.completion_tokens == 4 and r.finish_reason == "stop"
+    # a fixed length asked for (ignore_eos) and not delivered is incomplete
+    r = await _one(fake_url, "eot")
+    assert not r.ok and r.incomplete and "4/9 tokens" in r.error
 
 
 async def test_complete_stream(fake_url):

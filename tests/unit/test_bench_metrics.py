@@ -99,3 +99,21 @@ def test_aggregate_repetitions_median_and_mad():
     assert agg["ttft_median_ms_median"] == pytest.approx(200.0)
     assert agg["ttft_median_ms_mad"] == pytest.approx(100.0)
     assert not math.isnan(agg["tpot_median_ms_median"])
+
+
+def test_by_source_splits_accept_length_speed_and_tpot():
+    code = _req(0, 0.1, [0.1, 0.5], [1, 40], 0.5, spec_verify_ct=8, source="coding")
+    chat = _req(1, 0.1, [0.1, 1.1], [1, 20], 1.1, spec_verify_ct=10, source="chat")
+    failed = RequestResult(index=2, ok=False, error="HTTP 500", source="chat")
+    s = summarize([code, chat, failed], duration=1.2)
+    by = s["by_source"]
+    assert list(by) == ["coding", "chat"]
+    assert by["coding"]["accept_length"] == pytest.approx(5.0)
+    assert by["chat"]["accept_length"] == pytest.approx(2.0)
+    assert (by["chat"]["requests"], by["chat"]["completed"]) == (2, 1)
+    # per request: the source's tokens over its own requests' latencies
+    assert by["coding"]["request_output_throughput"] == pytest.approx(40 / 0.5)
+    assert by["chat"]["request_output_throughput"] == pytest.approx(20 / 1.1)
+    assert by["coding"]["tpot_ms"]["median"] == pytest.approx(1000 * 0.4 / 39)
+    # the cell's own figures still cover every request
+    assert s["accept_length"] == pytest.approx(60 / 18)
