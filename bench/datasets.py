@@ -22,17 +22,15 @@ and for a bad record its line (JSONL) or element index and byte offset (ShareGPT
 from __future__ import annotations
 
 import codecs
-import contextlib
 import json
-import os
 import random
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bench import records
 from bench.conversation import ROLES, Conversation
 from bench.errors import DatasetError
 
@@ -134,19 +132,7 @@ def sample(
 
 def write_jsonl(conversations: list[Conversation], path: Path) -> None:
     """The conversations in the `chat` format (`Conversation.to_dict`), one per line, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for conversation in conversations:
-                out.write(json.dumps(conversation.to_dict()) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    records.write_jsonl(path, (c.to_dict() for c in conversations))
 
 
 # --- opening, detection ---

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,8 +159,5 @@ def write(results_root: Path, ds: Dataset) -> Path:
     """The sample as chat JSONL, written once under its digest (never overwritten)."""
     path = sample_file(results_root, ds)
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        datasets.write_jsonl(ds.conversations, tmp)
-        os.replace(tmp, path)
+        datasets.write_jsonl(ds.conversations, path)  # atomic: a reader sees all or nothing
     return path
