@@ -68,7 +68,7 @@ sys.path.insert(0, str(ROOT))
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
 from sweep.descent import Descent, Grid  # noqa: E402
 from sweep.descent import search as descend  # noqa: E402
-from sweep.plan import Point  # noqa: E402
+from sweep.points import Point  # noqa: E402
 from sweep.search import Halving, State, Stats, account, describe, search, stats  # noqa: E402
 
 EMULATOR_DIR = ROOT / "tests" / "emulator"

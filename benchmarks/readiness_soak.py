@@ -2,7 +2,7 @@
 the new process's own "ready" journal line, for two readiness methods:
 
   ours   library/sglang_ready.py run standalone on the host (previous PID/invocation, unit,
-         expect, require_speculation, API key);
+         expect, expect_env with the new topk, require_speculation, API key);
   naive  poll GET /v1/models every --naive-interval s after the restart; the first 200 is ready.
 
 Both methods watch the SAME restart, started together right after `systemctl restart --no-block`:
@@ -13,8 +13,11 @@ half as long as alternating. Neither method changes anything (the module only re
 Ground truth per restart: the "The server is fired up and ready to roll!" journal line whose
 _SYSTEMD_INVOCATION_ID is the unit's new InvocationID (its __REALTIME_TIMESTAMP and _PID). A method
 is false-ready when it returns before that timestamp, with a main PID other than the one that
-logged the line (or the previous one), or having seen a /server_info topk other than the requested
-one. Lag = method return time - ready line time, both read on the host's clock.
+logged the line (or the previous one), or with a server whose SGLANG_DDTREE_MAX_TOPK is not the
+requested one. The topk is an environment variable only (no /server_info field; the module checks
+it with expect_env), read here from /proc/PID/environ of the process a method ended on: the
+module's environ_pid (the port owner), the main PID the naive method saw. Lag = method return
+time minus ready line time, both read on the host's clock.
 
 Each restart draws (seeded) load, warm-up and drain times and alternates SGLANG_DDTREE_MAX_TOPK,
 all through the drop-in /etc/systemd/system/sglang.service.d/soak.conf; a drawn drain applies to the
@@ -73,6 +76,7 @@ BUDGET = 32
 WINDOW = 1024
 INITIAL_TOPK = 6
 TOPKS = (4, 8)
+TOPK_ENV = "SGLANG_DDTREE_MAX_TOPK"  # the DDTree fork reads topk from its environment only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,8 +99,10 @@ class RestartPlan:
             "speculative_algorithm": ALGORITHM,
             "speculative_ddtree_budget": BUDGET,
             "speculative_draft_window_size": WINDOW,
-            "speculative_ddtree_max_topk": self.topk,
         }
+
+    def expect_env(self) -> dict[str, str]:
+        return {TOPK_ENV: str(self.topk)}
 
 
 def make_plans(n: int, seed: int, module_timeout: int, naive_interval: float) -> list[RestartPlan]:
@@ -145,6 +151,23 @@ def read_api_key() -> str:
     raise SystemExit(f"no SGLANG_API_KEY in {ENV_FILE}")
 
 
+def environ_topk(pid: int | None) -> int | None:
+    """TOPK_ENV in the environment the process was started with; None when unset or gone."""
+    if not pid:
+        return None
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    for entry in raw.split(b"\0"):
+        name, _, value = entry.partition(b"=")
+        if name.decode(errors="replace") == TOPK_ENV:
+            with contextlib.suppress(ValueError):
+                return int(value)
+            return None
+    return None
+
+
 def systemctl_show(unit: str) -> dict[str, str]:
     out = subprocess.run(
         ["systemctl", "show", unit, "-p", "MainPID", "-p", "InvocationID", "-p", "NRestarts"],
@@ -179,6 +202,7 @@ def run_module(plan: RestartPlan, key: str, before: dict[str, str]) -> dict[str,
         "previous_pid": int(before["MainPID"]),
         "previous_invocation": before["InvocationID"],
         "expect": plan.expect(),
+        "expect_env": plan.expect_env(),
         "timeout": plan.module_timeout,
         "require_speculation": True,
     }
@@ -209,8 +233,10 @@ def run_module(plan: RestartPlan, key: str, before: dict[str, str]) -> dict[str,
         "ok": ok,
         "t_return": t_return,
         "pid": result.get("pid"),
-        "invocation": result.get("invocation"),
-        "topk_seen": info.get("speculative_ddtree_max_topk"),
+        "invocation": result.get("invocation_id"),
+        "environ_pid": result.get("environ_pid"),
+        "topk_seen": environ_topk(result.get("environ_pid") or result.get("pid")),
+        "verified": result.get("verified"),
         "server_info": info,
         "phases": result.get("phases"),
         "elapsed": result.get("elapsed"),
@@ -232,16 +258,11 @@ def run_naive(plan: RestartPlan, key: str) -> dict[str, Any]:
         if status == 200:
             t_return = time.time()
             main_pid = int(systemctl_show(UNIT)["MainPID"])
-            topk_seen = None
-            with contextlib.suppress(OSError, ValueError):
-                code, body = http_call("/server_info", key)
-                if code == 200:
-                    topk_seen = json.loads(body).get("speculative_ddtree_max_topk")
             return {
                 "ok": True,
                 "t_return": t_return,
                 "pid": main_pid,
-                "topk_seen": topk_seen,
+                "topk_seen": environ_topk(main_pid),
                 "polls": polls,
                 "error": None,
             }

@@ -1,7 +1,8 @@
 # Which process owns a TCP listening port, and which processes belong to a systemd unit, read
 # from /proc (net/tcp{,6}, PID/fd socket links, PID/stat, PID/cgroup) and /sys/fs/cgroup.
-# Used by library/sglang_ready.py (the port must be bound by the restarted unit) and by
-# roles/sglang_host/library/sglang_host_port_check.py (the port must be free or the unit's).
+# Used by library/sglang_ready.py through module_utils/sglang_server_process.py (the port must be
+# bound by the restarted unit) and by roles/sglang_host/library/sglang_host_port_check.py (the port
+# must be free or the unit's).
 # Runs on the target host inside the module: standard library only.
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 # What systemd says about a unit, read through systemctl and journalctl: its state (MainPID,
 # InvocationID, ActiveState, ...), the last lines of its journal, and the environment it gives
 # the unit's processes (Environment= and EnvironmentFile=, parsed as systemd parses them).
-# Used by library/sglang_ready.py. Runs on the target host inside the module: standard library only.
+# Used by library/sglang_ready.py and its module_utils. Runs on the target host inside the module:
+# standard library only.
 from __future__ import annotations
 
 import dataclasses
@@ -63,7 +64,8 @@ class UnitState:
         }
 
 
-def _int(text: str | None, default: int = 0) -> int:
+def parse_int(text: str | None, default: int = 0) -> int:
+    """The integer in text (a property value, a JSON count); default when empty or not one."""
     try:
         return int(text or default)
     except ValueError:
@@ -77,11 +79,11 @@ def parse_systemctl_show(text: str) -> UnitState:
         if sep:
             props[key.strip()] = value.strip()
     return UnitState(
-        main_pid=_int(props.get("MainPID")),
+        main_pid=parse_int(props.get("MainPID")),
         invocation=props.get("InvocationID", ""),
         active_state=props.get("ActiveState", ""),
         sub_state=props.get("SubState", ""),
-        n_restarts=_int(props.get("NRestarts")),
+        n_restarts=parse_int(props.get("NRestarts")),
         result=props.get("Result", ""),
         exec_main_status=props.get("ExecMainStatus", ""),
         control_group=props.get("ControlGroup", ""),

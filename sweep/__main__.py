@@ -1,9 +1,9 @@
-"""python -m sweep check|plan|claim|finish-point|fail-point|report|winner|deployed|run|status|
+"""python -m sweep check|plan|next|finish-point|fail-point|report|winner|deployed|run|status|
 wheelhouse
 
 The controller side of a sweep (the hosts only ever get the bench package, bench/).
-sweep.yml and the sglang_bench role call plan, wheelhouse, finish-point and
-fail-point (plan, finish-point and fail-point read JSON on stdin) and report; users call report
+sweep.yml calls check, plan, next, finish-point and fail-point (check, plan, finish-point and
+fail-point read JSON on stdin) and report; the sglang_bench role calls wheelhouse; users call report
 (any time, a partial sweep too), run and status. Contracts: docs/architecture.md.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,25 +33,22 @@ def _parser() -> argparse.ArgumentParser:
         "validate a sweep's command line and first host's variables, no host asked (JSON on stdin)",
     )
 
-    s = command("plan", "validate, expand, order and split a sweep (JSON on stdin)")
+    s = command("plan", "start a sweep's invocation: validate, expand, record (JSON on stdin)")
     s.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan, write nothing (but a dataset's sample, a cache)",
     )
 
-    s = command("claim", "claim a point of the queue for a host (sglang_bench's point entry)")
+    s = command("next", "the next run for a host: run, wait or done (sweep/planner.py)")
     s.add_argument("sweep_dir", type=Path)
-    s.add_argument("point")
     s.add_argument("host")
-    s.add_argument("--alive", help="take-over pass: the play's hosts, comma-separated")
-    s.add_argument("--only", help="the hosts that may run the point, comma-separated")
-
-    s = command(
-        "run-on", "halving: bench a point just screened in full now, on the same server? (JSON)"
+    s.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="while the answer is wait, ask again for up to this many seconds",
     )
-    s.add_argument("sweep_dir", type=Path, help="the search's sweep (where search.json is)")
-    s.add_argument("point")
 
     s = command("finish-point", "record a complete point (info JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
@@ -115,9 +112,9 @@ def _stdin_json() -> dict[str, Any]:
 
 def _run(a: argparse.Namespace) -> int:
     if a.command == "check":
-        from sweep import plan as plan_mod
+        from sweep.inputs import read_inputs
 
-        given = plan_mod.read_inputs(_stdin_json())
+        given = read_inputs(_stdin_json())
         ds = given.dataset
         print(
             json.dumps(
@@ -134,32 +131,21 @@ def _run(a: argparse.Namespace) -> int:
         )
         return 0
     if a.command == "plan":
-        from sweep import plan as plan_mod
-        from sweep import progress
+        from sweep import planner, progress
+        from sweep.plan import make_plan
 
-        plan = plan_mod.make_plan(_stdin_json())
-        if not a.dry_run and plan.search_file is not None and plan.search is not None:
-            from sweep import search_rounds
-
-            search_rounds.write_search_file(plan.search_file, plan.search)
-        if not a.dry_run and not plan.idle:
-            plan_mod.record_run(plan)
-            if plan.run_on is not None:  # the last level's sweep.json, before a point lands there
-                plan_mod.record_run(plan.run_on)
-            progress.append(plan.sweep_dir, f"{progress.line(plan.sweep_dir)} | {plan.summary()}")
-        print(json.dumps(plan.to_dict()))
+        if a.dry_run:
+            print(json.dumps(make_plan(_stdin_json()).to_dict()))
+            return 0
+        out = planner.start(_stdin_json(), planner.forks_of_playbook())
+        sweep_dir = Path(out["root"])
+        progress.append(sweep_dir, f"{progress.line(sweep_dir)} | {out['summary']}")
+        print(json.dumps(out))
         return 0
-    if a.command == "claim":
-        from sweep import claims
+    if a.command == "next":
+        from sweep import planner
 
-        alive = None if a.alive is None else [h for h in a.alive.split(",") if h]
-        only = None if a.only is None else [h for h in a.only.split(",") if h]
-        # `started`: the point's start on the controller's clock (journal --since, timings)
-        print(
-            json.dumps(
-                {**claims.claim(a.sweep_dir, a.point, a.host, alive, only), "started": time.time()}
-            )
-        )
+        print(planner.dumps(planner.wait_for_run(a.sweep_dir, a.host, a.wait)))
         return 0
     if a.command in ("finish-point", "fail-point"):
         from sweep import progress, record
@@ -190,11 +176,6 @@ def _run(a: argparse.Namespace) -> int:
             print(f"report: {out['report']}\nsummary: {out['summary']}")
             for line in out["best"]:
                 print(f"best {line}")
-        return 0
-    if a.command == "run-on":
-        from sweep import search_rounds
-
-        print(json.dumps({**search_rounds.run_on(a.sweep_dir, a.point), "started": time.time()}))
         return 0
     if a.command == "winner":
         from sweep import deploy
@@ -243,11 +224,14 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A detached run (ansible-runner start) daemonizes with umask 0: keep what we write at most
+    # group- and world-readable, whatever the caller's umask was, never looser.
+    os.umask(os.umask(0) | 0o022)
     args = _parser().parse_args(argv)
     try:
         return _run(args)
     except Exception as e:  # one clear line for the playbook's failure message
-        from sweep.plan import SweepInputError
+        from sweep.params import SweepInputError
 
         kind = "bad sweep input" if isinstance(e, SweepInputError) else type(e).__name__
         print(f"sweep: {kind}: {e}", file=sys.stderr)

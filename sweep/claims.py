@@ -1,11 +1,11 @@
-"""Which host runs which point: a work queue on the controller.
+"""Which host runs which point: claims on the controller.
 
-Every host walks the whole queue in order and claims each point before running it; a claim is a
-file created exclusively (`<sweep>/.claims/<point>@<generation>` holding the host's name), so two
-hosts never both get a point, and a faster host simply runs more points. A host lost in the middle
-of a point (unreachable, its container gone) leaves its claim behind: in the take-over pass, a
-surviving host takes a claim whose holder is no longer among the play's hosts by creating the next
-generation, again exclusively. Claims belong to one run: the planner clears them.
+The online planner (sweep/planner.py) claims a run for the host it hands it to; a claim is a file
+created exclusively (`<sweep>/.claims/<point>@<generation>` holding the host's name), so two hosts
+never both get a point, and a faster host simply runs more points. A host lost in the middle of a
+point (unreachable, its container gone) leaves its claim behind: a surviving host takes a claim
+whose holder is no longer among the live hosts by creating the next generation, again
+exclusively. Claims belong to one invocation: the planner clears them when it starts one.
 """
 
 from __future__ import annotations
@@ -83,6 +83,25 @@ def claim(
     if _create(sweep_dir, point_id, last + 1, host):
         return {"mine": True, "state": "taken_over", "from": holder}
     return {"mine": False, "state": "taken", "by": _holder(sweep_dir, point_id, last + 1)}
+
+
+def peek(sweep_dir: Path, point_id: str, host: str, alive: list[str] | None) -> str:
+    """What `claim` would find, without claiming: `done`, `free`, `held` (this host's), `taken`
+    (a live host's), `lost` (its holder is not among `alive`: it may be taken over) or `failed`
+    (failed in this run: retried by the next run, not by another host)."""
+    if layout.point_status(sweep_dir, point_id) == "complete":
+        return "done"
+    generations = _generations(sweep_dir, point_id)
+    if not generations:
+        return "failed" if _failed_this_run(sweep_dir, point_id) else "free"
+    holder = _holder(sweep_dir, point_id, generations[-1])
+    if _failed_this_run(sweep_dir, point_id):
+        return "failed"
+    if holder == host:
+        return "held"
+    if alive is None or holder in alive:
+        return "taken"
+    return "lost"
 
 
 def clear(sweep_dir: Path) -> None:

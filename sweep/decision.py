@@ -5,6 +5,11 @@ A row is one point's figures there: `point`, `objective_values` (one per repetit
 `objective_mean`, `objective_ci_low`/`_high`, `objective_n`, `repetitions`. The best row by the
 objective's mean wins only when a t-test (sweep.stats.compare_repetitions, paired by repetition
 when both have every repetition) tells it from the runner-up; otherwise the two tie.
+
+`winners` decides every cell of a sweep's rows (sweep.results.rows). A sweep over several
+hardware classes is decided on each point's objective over its own class baseline's; one whose
+points ran on several classes without baselines is decided on raw figures and says so
+(`mixed_classes`).
 """
 
 from __future__ import annotations
@@ -13,9 +18,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweep.objectives import Objective
-from sweep.stats import compare_repetitions
+from sweep.stats import compare_repetitions, estimate
 
 CELL_KEYS = ("context", "concurrency", "output_len", "category")
+
+
+def objective_columns(values: list[float]) -> dict[str, Any]:
+    """A row's objective columns (above) from the objective's value per repetition."""
+    est = estimate(values)
+    return {
+        "objective_mean": est.mean if est else None,
+        "objective_ci_low": est.ci_low if est else None,
+        "objective_ci_high": est.ci_high if est else None,
+        "objective_n": len(values),
+        "objective_values": values,
+    }
 
 
 def rank(objective: Objective, row: dict[str, Any]) -> tuple[float, str]:
@@ -65,3 +82,41 @@ def decide(
         "best_class": best.get("host_class"),
         "runner_up_class": runner.get("host_class") if runner else None,
     }
+
+
+def winners(
+    table: list[dict[str, Any]], objective: Objective, excluded: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """Per cell (context x concurrency x output length x category): the best point by the
+    objective's mean across repetitions, the runner-up, and whether best vs runner-up is
+    significant (sweep.stats.compare_repetitions: paired by repetition). Not significant: a tie
+    (`tie` names both, `winner` is None). Rows with failed or incomplete requests, and the
+    points in `excluded` (their outputs differ from the baseline's: sweep.greedy), take no
+    part; the baseline does."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    relative = any(r.get("per_class") for r in table)
+    for r in table:
+        if relative:
+            r = _as_relative(r)
+        if r.get("cell") is None or not r.get("valid") or not r.get("objective_values"):
+            continue
+        if r["point"] in (excluded or set()):
+            continue
+        groups.setdefault(tuple(r[k] for k in CELL_KEYS), []).append(r)
+    classes = {r.get("host_class") for rs in groups.values() for r in rs}
+    mixed = not relative and len(classes) > 1
+    return [
+        {
+            **decide(CELL_KEYS, key, groups[key], objective),
+            "relative": relative,
+            "mixed_classes": mixed,
+        }
+        for key in sorted(groups)
+    ]
+
+
+def _as_relative(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of a sweep over several hardware classes, its objective divided by its own class
+    baseline's (sweep.results: `objective_relative_values`): raw values measured on different
+    hardware do not compare."""
+    return {**row, **objective_columns(row.get("objective_relative_values") or [])}

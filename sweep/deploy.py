@@ -1,6 +1,6 @@
 """Choosing what a finished sweep says to deploy (playbooks/deploy.yml), and recording the roll-out.
 
-The choice is the report's own (sweep.report.winners): per context x concurrency cell, the winner
+The choice is the report's own (sweep.decision.winners): per context x concurrency cell, the winner
 by the objective, or a tie when best and runner-up do not differ significantly. A tie is refused
 unless a point is named; a named point must be complete in the sweep.
 """
@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweep import greedy, layout, report
+from sweep import greedy, layout
 from sweep import objectives as objectives_mod
-from sweep.decision import CELL_KEYS
-from sweep.plan import SweepInputError
+from sweep.decision import CELL_KEYS, winners
+from sweep.params import SweepInputError
+from sweep.results import load_points, rows
 
 DEPLOYMENTS = "deployments.jsonl"
 
@@ -79,10 +80,10 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
             minimum = greedy.check_minimum(inp["greedy_match_min"])
         except ValueError as e:
             raise SweepInputError(str(e)) from None
-    points = report.load_points(sweep_dir, obj)
+    points = load_points(sweep_dir, obj)
     verdicts = greedy.verdicts(sweep_dir, points, minimum)
     refused = {p for p, v in verdicts.items() if v.status == "fail"}
-    cell = _cell(report.winners(report.rows(points, obj.name), obj, refused), inp)
+    cell = _cell(winners(rows(points, obj.name), obj, refused), inp)
     where = "/".join(f"{k}={cell[k]}" for k in CELL_KEYS)
     named = _given(inp, "point")
     if named is None and cell["tie"]:

@@ -119,7 +119,7 @@ def compare(
 
 
 def verdicts(sweep_dir: Path, points: list[Any], minimum: float = MATCH_MIN) -> dict[str, Verdict]:
-    """A verdict for every complete point of the sweep (report.PointResult-like: point_id,
+    """A verdict for every complete point of the sweep (results.PointResult-like: point_id,
     status, baseline, meta with host_class)."""
     complete = [p for p in points if p.status == "complete"]
     bases = {p.meta.get("host_class"): p for p in complete if p.baseline}

@@ -78,7 +78,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from sweep.stats import compare_repetitions, t_quantile
+from sweep.stats import compare_repetitions, estimate
 
 
 class Strategy(Protocol):
@@ -100,7 +100,7 @@ class Strategy(Protocol):
 
 
 class Candidate(Protocol):
-    """What the search needs of a point: a stable id (plan.Point has one)."""
+    """What the search needs of a point: a stable id (points.Point has one)."""
 
     @property
     def point_id(self) -> str: ...
@@ -243,14 +243,14 @@ class State(Generic[P]):
 
 
 def stats(values: Sequence[float]) -> Stats:
-    """Mean and 95% CI of the mean: mean +- t(0.975, n-1) s / sqrt(n); one value: [v, v]."""
-    if not values:
+    """Mean and 95% CI of the mean (sweep.stats.estimate: mean +- t(0.975, n-1) s / sqrt(n));
+    one value: [v, v]."""
+    est = estimate(values)
+    if est is None:
         raise ValueError("stats of no values")
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return Stats(mean, mean, mean, 1)
-    half = t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return Stats(mean, mean - half, mean + half, len(values))
+    if est.ci_low is None or est.ci_high is None:
+        return Stats(est.mean, est.mean, est.mean, est.n)
+    return Stats(est.mean, est.ci_low, est.ci_high, est.n)
 
 
 def select(

@@ -1,6 +1,6 @@
 """`sweep.yml -e search=halving|descent`: a search (successive halving, sweep/search.py's rules, or
-coordinate descent, sweep/descent.py's) driven one round per planning call, over what the level's
-sweeps on disk recorded. Descent has one level, the last.
+coordinate descent, sweep/descent.py's) replayed from what the level's sweeps on disk recorded
+whenever the online planner (sweep/planner.py) is asked for a run. Descent has one level, the last.
 
 - Levels: the last level is the sweep's own bench matrix, recorded in the sweep's directory like
   a grid sweep's points (the report, `winner` and deploy.yml read it as they read any sweep).
@@ -15,12 +15,12 @@ sweeps on disk recorded. Descent has one level, the last.
   last round; first, so that the configuration running after that round is its last screened).
 - Run-on (halving): in the round before the last level each screened point may be benched in full
   right away, on the server still running it (search.runs_on decides, on the controller, from the
-  screening runs recorded so far: `python -m sweep run-on`); a finalist benched that way is not
-  started again. The round's queue items carry what that needs (`run_on`: the last level's sweep
-  and the point's identity there).
+  screening runs recorded so far: run_on, asked by the planner when the host that screened it asks
+  for its next run); a finalist benched that way is not started again. The round's queue items
+  carry what that needs (`run_on`: the last level's sweep and the point's identity there).
 - Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
-  this invocation (round 0 stamps the invocation in search.json), so a rerun retries it as a grid
-  rerun retries a failed point. After a stop_on_failure stop no later round runs.
+  this invocation (`sweep plan` stamps its start), so a rerun retries it as a grid rerun retries a
+  failed point. After a stop_on_failure stop nothing more runs.
 - `search.json` in the sweep's directory: the strategy, the rounds so far (search.describe), the
   failed runs, and, once the search is over, restarts and time against the full grid
   (search.account, from the recorded load and bench times).
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +39,12 @@ from bench.records import load_records, write_json
 from sweep import descent, layout, objectives, search
 from sweep.descent import Descent
 from sweep.objectives import Objective
-from sweep.plan import SweepInputError, as_bool
+from sweep.params import SweepInputError, as_bool
 from sweep.record import RECORDS
 
 SEARCH_FILE = "search.json"
 MIN_OUTPUT_LEN = 16
-MAX_LEVELS = 3  # sweep.yml plans at most this many rounds in one invocation
+MAX_LEVELS = 3  # a screening level halves the outputs; three levels is already one eighth
 
 
 class SearchInputError(SweepInputError):
@@ -219,7 +218,7 @@ def search_info(
         "grid_restarts": len(state.points),
         "failed": failed,
         "best": state.best.point_id if state.best is not None else None,
-        # what `run-on` needs to decide as the search would: the points in order, the objective
+        # what run_on needs to decide as the search would: the points in order, the objective
         "points": [p.point_id for p in state.points],
         "objective": {
             "name": objective.name,
@@ -247,14 +246,6 @@ def search_info(
 def write_search_file(path: Path, info: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, info)
-
-
-def invocation_start(sweep_dir: Path, round_index: int) -> float:
-    """Round 0 starts an invocation; later rounds belong to the one search.json records."""
-    if round_index == 0:
-        return time.time()
-    info = layout.read_json(sweep_dir / SEARCH_FILE) or {}
-    return float(info.get("started") or time.time())
 
 
 def stopped(sweep_dir: Path, levels: int, since: float) -> bool:

@@ -109,7 +109,7 @@ def point_rows(
 
 
 def rows(sweep_dir: Path, points: Sequence[Any], objective: Objective) -> list[dict[str, Any]]:
-    """Every complete point's rows (report.PointResult-like points)."""
+    """Every complete point's rows (results.PointResult-like points)."""
     out: list[dict[str, Any]] = []
     for p in points:
         if p.status == "complete":

@@ -1,23 +1,31 @@
-"""Statistics across repetitions: confidence intervals and the winner-or-tie test (stdlib only).
+"""Statistics across repetitions: confidence intervals and the winner-or-tie test.
 
 Each repetition of a bench cell is one observation (its record's summary gives one value per
 metric). For n >= 2 observations the interval is Student's t interval of the mean:
 
     mean ± t(0.975, n-1) · s / √n        (s: sample standard deviation, n-1 in the denominator)
 
-With n < 2 there is no interval (None). Two points are compared by Welch's two-sided t-test
-at 5% (unequal variances; degrees of freedom by Welch-Satterthwaite); with n < 2 on either side
-the difference cannot be told from noise and is reported as not significant.
+With n < 2 there is no interval (None). Two points are compared by a two-sided t-test at 5%:
+paired by repetition when the repetitions pair up, Welch's otherwise (unequal variances; degrees
+of freedom by Welch-Satterthwaite); with n < 2 on either side the difference cannot be told from
+noise and is reported as not significant.
 
-The t distribution comes from the regularized incomplete beta function (continued fraction,
-Numerical Recipes `betacf`) and is inverted by bisection, so fractional Welch degrees of freedom
-work and no scipy or numpy is needed on the controller.
+With no spread at all (every repetition equal on both sides, or the same paired difference in
+every repetition) the difference is significant exactly when it is not zero (p 0, else 1).
+
+The tests are scipy's (`scipy.stats.ttest_rel`; `ttest_ind` with `equal_var=False`), with their
+own intervals of the difference; the t distribution's quantiles and tails are scipy's too
+(`scipy.special.stdtrit` and `stdtr`, what `scipy.stats.t` computes them with, without its
+per-call overhead), so fractional Welch degrees of freedom work. scipy is a controller dependency
+only (requirements/controller.lock): bench/, which runs on the GPU hosts, never imports it. It is
+imported on first use, so a command that computes no interval or test does not load it.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,80 +50,39 @@ SUMMARY_METRICS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        for aa in (
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
+# scipy's warning for a side whose repetitions are all equal (its variance is then exactly 0)
+_CONSTANT_SIDE = "Precision loss occurred in moment calculation"
 
 
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(log_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+def _check_df(df: float) -> None:
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
 
 
 def t_sf2(t: float, df: float) -> float:
     """Two-sided tail probability P(|T| >= |t|) of Student's t with `df` degrees of freedom."""
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df}")
-    if math.isinf(df):
-        return 2.0 * (1.0 - statistics.NormalDist().cdf(abs(t)))
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    from scipy.special import stdtr
+
+    _check_df(df)
+    return float(2.0 * stdtr(df, -abs(t)))
 
 
 def t_cdf(t: float, df: float) -> float:
-    half = t_sf2(t, df) / 2.0
-    return 1.0 - half if t >= 0 else half
+    from scipy.special import stdtr
+
+    _check_df(df)
+    return float(stdtr(df, t))
 
 
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with `df` (possibly fractional) degrees of freedom."""
+    """The p-quantile of Student's t with `df` (possibly fractional, or infinite) degrees of
+    freedom."""
+    from scipy.special import stdtrit
+
     if not 0.0 < p < 1.0:
         raise ValueError(f"quantile needs 0 < p < 1, got {p}")
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df}")
-    if math.isinf(df):
-        return statistics.NormalDist().inv_cdf(p)
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
-            break
-    return (lo + hi) / 2.0
+    _check_df(df)
+    return float(stdtrit(df, p))
 
 
 @dataclass(frozen=True)
@@ -165,14 +132,17 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Compa
     diff = statistics.fmean(a) - statistics.fmean(b)
     if len(a) < 2 or len(b) < 2:
         return Comparison(diff, None, None, None, None, False)
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0.0:  # no spread at all on either side: any difference is real
+    from scipy.stats import ttest_ind
+
+    if statistics.variance(a) == 0.0 and statistics.variance(b) == 0.0:
+        # no spread at all on either side: any difference is real
         return Comparison(diff, diff, diff, None, 0.0 if diff else 1.0, diff != 0.0)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    p = t_sf2(diff / se, df)
-    half = t_quantile(1.0 - alpha / 2.0, df) * se
-    return Comparison(diff, diff - half, diff + half, df, p, p < alpha)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _CONSTANT_SIDE, RuntimeWarning)
+        test = ttest_ind(a, b, equal_var=False)
+    ci = test.confidence_interval(confidence_level=1.0 - alpha)
+    p = float(test.pvalue)
+    return Comparison(diff, float(ci.low), float(ci.high), float(test.df), p, p < alpha)
 
 
 def paired(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Comparison:
@@ -184,13 +154,16 @@ def paired(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Comp
     diff = statistics.fmean(d)
     if len(d) < 2:
         return Comparison(diff, None, None, None, None, False)
-    se = statistics.stdev(d) / math.sqrt(len(d))
-    if se == 0.0:  # the same difference in every repetition: it is real
+    from scipy.stats import ttest_rel
+
+    if statistics.stdev(d) == 0.0:  # the same difference in every repetition: it is real
         return Comparison(diff, diff, diff, None, 0.0 if diff else 1.0, diff != 0.0)
-    df = float(len(d) - 1)
-    p = t_sf2(diff / se, df)
-    half = t_quantile(1.0 - alpha / 2.0, df) * se
-    return Comparison(diff, diff - half, diff + half, df, p, p < alpha)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _CONSTANT_SIDE, RuntimeWarning)
+        test = ttest_rel(a, b)
+    ci = test.confidence_interval(confidence_level=1.0 - alpha)
+    p = float(test.pvalue)
+    return Comparison(diff, float(ci.low), float(ci.high), float(test.df), p, p < alpha)
 
 
 def compare_repetitions(

@@ -7,7 +7,9 @@ the named dialect), the server command, the model and drafter (path and the weig
 fingerprint: names, sizes and mtimes), the base environment (a digest: it may hold secrets), the
 exact launch the role renders for the point (flags and environment, from the role's own filter),
 the bench parameters and the bench package's source hash (the wheelhouse's). Its digest keys
-`<results>/.store/<digest>.json`, a list of the point directories measured under it.
+`<results>/.store/<digest>.json`, a list of the point directories measured under it; every
+change of an index is made under `<results>/.store/.lock` (filelock), so parallel hosts finishing
+points at once never lose an entry.
 
 A point is reused only from a directory whose point.json is complete and carries the same digest
 (a missing, incomplete or edited directory is stale and skipped). Reusing copies the directory into
@@ -25,10 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from bench.records import write_atomic, write_json
-from sweep import layout
+from sweep import layout, wheelhouse
+from sweep.points import ROLES, Point, role_filters
 
 STORE = ".store"
+LOCK = ".lock"  # <results>/.store/.lock
 IDENTITY_FORMAT = 1
 # The point's parameters the role renders; the rest of the launch config is the host's.
 POINT_CONFIG = {
@@ -91,13 +97,21 @@ def lookup(root: Path, key: str) -> Path | None:
     return None
 
 
+def _lock(root: Path) -> FileLock:
+    """The store's lock: held around every read-modify-write of an index, so that hosts finishing
+    points at once (one `finish-point` process each) never drop each other's entries. Readers
+    need none: an index is replaced whole (write_atomic)."""
+    (root / STORE).mkdir(parents=True, exist_ok=True)
+    return FileLock(root / STORE / LOCK)
+
+
 def register(root: Path, key: str, point_dir: Path) -> None:
     """Adds a complete point directory to the store (idempotent)."""
     rel = os.path.relpath(point_dir, root)
-    entries = [e for e in _entries(root, key) if e.get("dir") != rel]
-    entries.append({"dir": rel, "recorded": time.time()})
-    (root / STORE).mkdir(parents=True, exist_ok=True)
-    write_atomic(_index(root, key), json.dumps(entries, indent=1) + "\n")
+    with _lock(root):
+        entries = [e for e in _entries(root, key) if e.get("dir") != rel]
+        entries.append({"dir": rel, "recorded": time.time()})
+        write_atomic(_index(root, key), json.dumps(entries, indent=1) + "\n")
 
 
 def origin(point_dir: Path) -> dict[str, Any]:
@@ -124,3 +138,31 @@ def adopt(source: Path, sweep_dir: Path, point_id: str, key: str) -> Path:
     target = layout.install_point(sweep_dir, point_id, staging, time.time())
     register(sweep_dir.parent, key, target)
     return target
+
+
+def point_identities(
+    points: list[Point],
+    capabilities: dict[str, Any],
+    bench: dict[str, Any],
+    by_class: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each point's measurement identity (sweep/store.py), with its digest: on the first host
+    (`capabilities`), or for a point pinned to a hardware class on a host of that class. With
+    `by_class`, also `by_class`: the identity under every class, so that a point is recorded
+    under the class of the host that measured it."""
+    launch = role_filters().sglang_server_launch
+    version = wheelhouse.source_hash(ROLES.parent)
+
+    def one(p: Point, caps: dict[str, Any]) -> dict[str, Any] | None:
+        ident = point_identity(p.server(), caps, bench, version, launch)
+        return None if ident is None else {**ident, "digest": digest(ident)}
+
+    out: dict[str, dict[str, Any]] = {}
+    for p in points:
+        ident = one(p, (by_class or {}).get(p.pin, {}) if p.pin else capabilities)
+        if ident is None:
+            continue
+        if by_class:
+            ident["by_class"] = {c: i for c, caps in by_class.items() if (i := one(p, caps))}
+        out[p.point_id] = ident
+    return out

@@ -54,7 +54,7 @@ EMULATOR_ONLY_KEYS: dict[str, str] = {}
 # ServerArgs field): the emulator carries the fields of the flags it knows plus the fields the
 # project reads (SERVER_INFO_READ below); the rest of the real key set is not required.
 SERVER_INFO_READ = (
-    # library/sglang_ready.py SAFE_SERVER_INFO_KEYS and its config comparison
+    # module_utils/sglang_expect.py SAFE_SERVER_INFO_KEYS and sglang_ready's config comparison
     "version",
     "model_path",
     "served_model_name",

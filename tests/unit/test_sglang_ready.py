@@ -23,6 +23,11 @@ from ready_fakes import UNIT, FakeHost, FakeSystemd, Run, ScriptedServer, load_m
 m = load_module()
 port_owner = module_utils("sglang_port_owner")
 systemd = module_utils("sglang_systemd")
+expectations = module_utils("sglang_expect")
+journal = module_utils("sglang_journal")
+server_process = module_utils("sglang_server_process")
+sglang_secrets = module_utils("sglang_secrets")
+unit_watch = module_utils("sglang_unit_watch")
 
 SECRET = "sk-Zq81-never-print-me"
 OLD_CONFIG: dict[str, Any] = {
@@ -468,7 +473,7 @@ def test_unit_that_nobody_restarts_fails_after_a_grace_not_the_timeout(
 
     assert run.failed
     assert "stays failed and nothing starts it" in run.msg
-    assert m.STOPPED_GRACE <= run.clock.now <= m.STOPPED_GRACE + 1
+    assert unit_watch.STOPPED_GRACE <= run.clock.now <= unit_watch.STOPPED_GRACE + 1
 
 
 def test_start_limit_hit_fails_at_once(host: FakeHost, server: ScriptedServer) -> None:
@@ -538,7 +543,7 @@ def test_unreadable_fds_fail_with_a_become_hint(
     new_server(host, starts=0.0, binds=0.0)
 
     def denied(self: Any, pid: int) -> set[int]:
-        raise m.ProcPermissionError(f"cannot read /proc/{pid}/fd: permission denied")
+        raise port_owner.ProcPermissionError(f"cannot read /proc/{pid}/fd: permission denied")
 
     monkeypatch.setattr(m.ProcReader, "socket_inodes", denied)
 
@@ -770,17 +775,19 @@ def test_api_key_is_declared_no_log() -> None:
     ],
 )
 def test_values_match_coerces_types(actual: Any, expected: Any, match: bool) -> None:
-    assert m.values_match(actual, expected) is match
+    assert expectations.values_match(actual, expected) is match
 
 
 def test_lookup_follows_dotted_paths_and_list_indexes() -> None:
     info = {"a": {"b": 3}, "x.y": 1, "internal_states": [{"avg_spec_accept_length": 2.5}]}
-    assert m.lookup(info, "a.b") == 3
-    assert m.lookup(info, "x.y") == 1
-    assert m.lookup(info, "internal_states.0.avg_spec_accept_length") == 2.5
-    assert m.lookup(info, "a.c") is m._MISSING
-    assert m.lookup(info, "internal_states.1.x") is m._MISSING
-    assert m.expect_mismatches(info, {"a.b": "3", "a.c": 1}) == ["a.c is missing, expected 1"]
+    assert expectations.lookup(info, "a.b") == 3
+    assert expectations.lookup(info, "x.y") == 1
+    assert expectations.lookup(info, "internal_states.0.avg_spec_accept_length") == 2.5
+    assert expectations.lookup(info, "a.c") is expectations._MISSING
+    assert expectations.lookup(info, "internal_states.1.x") is expectations._MISSING
+    assert expectations.expect_mismatches(info, {"a.b": "3", "a.c": 1}) == [
+        "a.c is missing, expected 1"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -793,7 +800,7 @@ def test_lookup_follows_dotted_paths_and_list_indexes() -> None:
     ],
 )
 def test_redact_command_line(command: str, redacted: str) -> None:
-    assert m.redact_command_line(command) == redacted
+    assert sglang_secrets.redact_command_line(command) == redacted
 
 
 def test_parse_proc_net_tcp_keeps_only_listeners_on_the_port() -> None:
@@ -818,11 +825,11 @@ def test_real_proc_socket_ownership() -> None:
         procs = m.ProcReader()
         listening = procs.listening_inodes(port)
         assert listening and listening <= procs.socket_inodes(os.getpid())
-        assert m.observe_port(procs, port, {os.getpid()}).owned
-        foreign = m.observe_port(procs, port, {os.getppid()})
+        assert server_process.observe_port(procs, port, {os.getpid()}).owned
+        foreign = server_process.observe_port(procs, port, {os.getppid()})
         assert foreign.bound and not foreign.owned
         assert f"pid {os.getpid()}" in foreign.detail
-    assert not m.observe_port(m.ProcReader(), port, {os.getpid()}).bound
+    assert not server_process.observe_port(m.ProcReader(), port, {os.getpid()}).bound
     assert m.ProcReader().process_state(os.getpid()) in ("R", "S")
 
 
@@ -888,13 +895,29 @@ def test_a_failing_systemctl_show_fails_at_once(
 
 
 def test_explain_journal_puts_the_cause_first() -> None:
-    causes = m.explain_journal(
+    causes = journal.explain_journal(
         ["boom", *TRACEBACK[1:], "error: unrecognized arguments: --foo", "bind: address in use"]
     )
     assert causes == [
         "likely cause: SGLang rejected a flag (wrong flag dialect for this SGLang build?): "
         "error: unrecognized arguments: --foo",
         f"likely cause: the server raised an exception: {TRACEBACK[-1]}",
+    ]
+
+
+def test_an_unreadable_journal_is_one_line_and_never_hides_the_failure() -> None:
+    class BrokenJournal:
+        def journal(self, unit: str, invocations: list[str], since_epoch: float) -> list[str]:
+            raise OSError("journalctl: No such file or directory")
+
+    lines = journal.read_journal(BrokenJournal(), UNIT, ["abc"], 0.0)
+
+    assert lines == ["(could not read the journal: journalctl: No such file or directory)"]
+    assert journal.failure_message("the unit failed", UNIT, []) == "the unit failed"
+    assert journal.failure_message("the unit failed", UNIT, lines).splitlines() == [
+        "the unit failed",
+        f"--- last 1 journal lines of {UNIT} ---",
+        *lines,
     ]
 
 

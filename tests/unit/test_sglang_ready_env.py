@@ -23,6 +23,9 @@ from ready_fakes import BASE_ENVIRON, UNIT, FakeHost, Run, ScriptedServer, load_
 
 m = load_module()
 systemd = module_utils("sglang_systemd")
+readiness = module_utils("sglang_readiness")
+server_process = module_utils("sglang_server_process")
+unit_watch = module_utils("sglang_unit_watch")
 
 KEY = "sk-unit-7f3a-never-print-me"
 TOPK = "SGLANG_DDTREE_MAX_TOPK"
@@ -226,7 +229,7 @@ def test_unreadable_environ_fails_at_once_saying_root_is_needed(
         return real_open(path, *args, **kwargs)
 
     # Tests run as root here, for whom chmod 000 changes nothing: deny it at open().
-    monkeypatch.setattr(m, "open", denied, raising=False)
+    monkeypatch.setattr(server_process, "open", denied, raising=False)
 
     run = run_module(unit_args(server, expect_env={TOPK: "4"}), host, server)
 
@@ -326,7 +329,7 @@ def test_main_pid_is_the_fallback_when_no_port_owner_is_known(host: FakeHost) ->
         procs=m.ProcReader(str(host.proc_root), str(host.cgroup_root)),
         http=m.HttpClient(settings.url, None, True),
     )
-    checker = m.ReadinessChecker(settings, deps)
+    checker = readiness.ReadinessChecker(settings, deps)
     state = systemd.parse_systemctl_show("MainPID=200\nActiveState=active\n")
 
     checker.check_env(state)
@@ -334,7 +337,9 @@ def test_main_pid_is_the_fallback_when_no_port_owner_is_known(host: FakeHost) ->
     assert (checker.environ_pid, checker.environ_process, checker.env_ok) == (200, "main_pid", True)
     host.set_environ(200, {TOPK: "3"})
     checker._env_verified_pid = None
-    with pytest.raises(m.UnitFailure, match="the unit's main process 200 was started with"):
+    with pytest.raises(
+        unit_watch.UnitFailure, match="the unit's main process 200 was started with"
+    ):
         checker.check_env(state)
 
 
@@ -369,7 +374,11 @@ def test_bad_expect_env_fails_before_any_request(
 
 def test_parse_environ_keeps_only_the_asked_names_first_one_wins() -> None:
     raw = b"PATH=/bin\0A=1\0B=x=y\0A=2\0NOEQUALS\0C=\xff\0SGLANG_API_KEY=k\0"
-    assert m.parse_environ(raw, ["A", "B", "C", "D"]) == {"A": "1", "B": "x=y", "C": "\ufffd"}
+    assert server_process.parse_environ(raw, ["A", "B", "C", "D"]) == {
+        "A": "1",
+        "B": "x=y",
+        "C": "\ufffd",
+    }
 
 
 def test_real_proc_environ_of_a_child_process() -> None:

@@ -11,7 +11,7 @@ from test_sweep_fakes import archive, plan_input
 from test_sweep_report import BASE, _rep_point
 
 from sweep import deploy, layout, plan, record
-from sweep.plan import SweepInputError
+from sweep.params import SweepInputError
 
 
 def finished_sweep(tmp: Path, throughputs: dict[str, float]) -> Path:

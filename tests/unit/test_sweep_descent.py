@@ -10,7 +10,7 @@ from test_sweep_halving import measure, plan_round
 
 from sweep import objectives, search_rounds
 from sweep.descent import Descent, Grid, replay, search
-from sweep.plan import Point
+from sweep.points import Point
 from sweep.report import write_report
 from sweep.search import Measurement, describe
 
@@ -179,7 +179,8 @@ def test_a_search_the_rounds_did_not_finish_is_reported_incomplete(tmp_path: Pat
 def test_bad_input_is_named_before_anything_runs(tmp_path: Path) -> None:
     from test_sweep_fakes import plan_input
 
-    from sweep.plan import SweepInputError, make_plan
+    from sweep.params import SweepInputError
+    from sweep.plan import make_plan
 
     for cli, named in [
         ({"search": "walk"}, "search=walk: choose one of grid, halving, descent"),

@@ -10,8 +10,9 @@ from test_sweep_report import BASE, GREEDY_OUTPUTS, _rep_point, write_greedy
 
 from bench.records import write_json
 from sweep import deploy, greedy, layout
-from sweep.plan import SweepInputError
-from sweep.report import load_points, write_report
+from sweep.params import SweepInputError
+from sweep.report import write_report
+from sweep.results import load_points
 
 # The first 4 answers diverge after 2 tokens, the rest are the baseline's: 12/16 identical.
 DIVERGING = [[*o[:2], 99, 99, 99] if i < 4 else o for i, o in enumerate(GREEDY_OUTPUTS)]

@@ -1,4 +1,6 @@
-"""sweep.search_rounds: search=halving planned one round at a time from the level sweeps on disk."""
+"""sweep.search_rounds: search=halving planned from the level sweeps on disk, whenever the online
+planner is asked (here: `sweep plan` starts the invocation, planner.current is the plan after
+some runs were recorded)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from test_sweep_fakes import plan_input
 from test_sweep_report import _rep_point
 
 from bench.records import write_json
-from sweep import layout, objectives, search, search_rounds
+from sweep import layout, objectives, planner, search, search_rounds
 from sweep.__main__ import main
 from sweep.plan import make_plan
 from sweep.report import write_report
@@ -59,8 +61,12 @@ def fail(d: Path, pid: str, finished: float) -> None:
 
 
 def plan_round(tmp: Path, round_index: int, **cli: Any) -> dict[str, Any]:
-    """`python -m sweep plan` as the playbook calls it (records the run, writes search.json)."""
-    inp = {**plan_input(tmp, **{**GRID, "sweep_name": "s", **cli}), "round": round_index}
+    """Round 0: `python -m sweep plan` as the playbook calls it (starts an invocation: records
+    the run, writes search.json). Later: the invocation's plan now (what `next` hands out from),
+    after the runs the test recorded."""
+    if round_index > 0:
+        return planner.current(tmp / "s").to_dict()
+    inp = plan_input(tmp, **{**GRID, "sweep_name": "s", **cli})
     path = tmp / f"plan-{round_index}.json"
     path.write_text(json.dumps(inp))
     with open(path) as f, pytest.MonkeyPatch.context() as mp:
@@ -212,8 +218,8 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
     md = (tmp_path / "s" / "report.md").read_text()
     assert "run-on off): the points above were measured with the full bench: the finalists." in md
 
-    # a new invocation (round 0) later: the failure is from before it, so it is screened again
-    monkeypatch.setattr(search_rounds, "invocation_start", lambda _dir, _round: started + 60)
+    # a new invocation later: the failure is from before it, so it is screened again
+    monkeypatch.setattr(planner.time, "time", lambda: started + 60)
     again = plan_round(tmp_path, 0)
     assert [p["id"] for p in again["queue"]] == ["ddtree-b4-k2-w2048"]
     assert again["sweep"]["dir"] == str(screen)
@@ -240,12 +246,15 @@ def test_an_old_stop_marker_does_not_stop_a_new_invocation(tmp_path: Path) -> No
     assert plan_round(tmp_path, 1)["queue"]
 
 
-def test_a_grid_is_one_round(tmp_path: Path) -> None:
+def test_a_grid_plans_its_pending_points_and_records_one_run_per_invocation(
+    tmp_path: Path,
+) -> None:
     r0 = plan_round(tmp_path, 0, search="grid")
-    assert r0["final"] and len(r0["queue"]) == 5 and r0["search"] is None
+    assert not r0["final"] and len(r0["queue"]) == 5 and r0["search"] is None
+    measure(tmp_path / "s", "ddtree-b8-k4-w2048", 200.0)
     r1 = plan_round(tmp_path, 1, search="grid")
-    assert r1["queue"] == [] and r1["round"] == 1
-    assert len(layout.read_sweep(tmp_path / "s")["runs"]) == 1  # an idle round records no run
+    assert len(r1["queue"]) == 4 and "ddtree-b8-k4-w2048" not in [p["id"] for p in r1["queue"]]
+    assert len(layout.read_sweep(tmp_path / "s")["runs"]) == 1  # asking again records no run
 
 
 def test_max_restarts_caps_the_screening(tmp_path: Path) -> None:
@@ -256,7 +265,7 @@ def test_max_restarts_caps_the_screening(tmp_path: Path) -> None:
 
 
 def test_halving_needs_points_to_search(tmp_path: Path) -> None:
-    from sweep.plan import SweepInputError
+    from sweep.params import SweepInputError
 
     with pytest.raises(SweepInputError, match="search=halving"):
         make_plan(plan_input(tmp_path, search="halving", budget="16", algorithm="NONE"))
@@ -287,14 +296,20 @@ def test_run_on_is_off_unless_asked_for_and_is_validated(tmp_path: Path) -> None
     assert all("run_on" not in p for p in r0["queue"])
 
 
-def test_the_run_on_command_prints_the_decision_and_its_start(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_host_that_screened_a_leader_benches_it_in_full_next(tmp_path: Path) -> None:
     r0 = plan_round(tmp_path, 0, halving_run_on=True)
-    first = r0["queue"][1]["id"]  # [0]: the baseline
-    measure(tmp_path / "s.screen0", first, 100.0)
-    assert main(["run-on", str(tmp_path / "s"), first]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["run"] is True and out["started"] > 0  # the first screened always leads
-    assert main(["run-on", str(tmp_path / "nowhere"), first]) == 2  # a bad sweep argument
-    assert "no halving search recorded" in capsys.readouterr().err
+    final = tmp_path / "s"
+    first = planner.next_run(final, "h1", lost=set())
+    assert first["item"]["id"] == "baseline" and first["item"]["sweep"]["dir"] == str(final)
+    measure(final, "baseline", 90.0)
+    screen = planner.next_run(final, "h1", lost=set())
+    pid = screen["item"]["id"]
+    assert pid == r0["queue"][1]["id"] and screen["item"]["sweep"]["dir"] == str(final) + ".screen0"
+    measure(tmp_path / "s.screen0", pid, 100.0)
+    run_on = planner.next_run(final, "h1", lost=set())
+    # the first screened always leads: the same point at the last level, no restart
+    assert run_on["item"]["id"] == pid and run_on["item"]["sweep"]["dir"] == str(final)
+    assert run_on["why"].startswith("run-on") and "run_on" not in run_on["item"]
+    assert run_on["item"]["server"] == screen["item"]["server"]
+    with pytest.raises(search_rounds.SearchInputError, match="no halving search recorded"):
+        search_rounds.run_on(tmp_path / "nowhere", pid)

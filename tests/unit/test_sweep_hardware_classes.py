@@ -16,6 +16,7 @@ from test_sweep_store import CAPABILITIES
 
 from bench.records import write_json
 from sweep import claims, layout, plan, record, store
+from sweep.params import SweepInputError
 from sweep.report import write_report
 
 RTX = CAPABILITIES["identity"]["hardware"]
@@ -182,6 +183,6 @@ def test_several_classes_without_baselines_are_compared_raw_with_a_warning(
 def test_a_search_over_hosts_of_several_classes_is_refused_before_anything_is_written(
     tmp_path: Path, search: str
 ) -> None:
-    with pytest.raises(plan.SweepInputError, match=f"search={search}: the hosts are of 2 hardware"):
+    with pytest.raises(SweepInputError, match=f"search={search}: the hosts are of 2 hardware"):
         two_class_plan(tmp_path, search=search)
     assert not (tmp_path / "results").exists() and not list(tmp_path.rglob("search.json"))

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from test_sweep_fakes import INVENTORY, plan_input
 
-from sweep import plan
-from sweep.plan import SweepInputError, make_plan
+from sweep import inputs, plan
+from sweep.params import SweepInputError
+from sweep.plan import make_plan
 
 
 def ids(p: plan.Plan) -> list[str]:
@@ -158,9 +159,9 @@ def test_a_rerun_with_other_bench_parameters_is_refused(tmp_path: Path) -> None:
 def test_the_planner_fills_what_the_host_leaves_unset_from_the_roles_defaults(
     tmp_path: Path,
 ) -> None:
-    server = plan.role_defaults("sglang_server")
-    bench = plan.role_defaults("sglang_bench")
-    s = plan.host_settings({})
+    server = inputs.role_defaults("sglang_server")
+    bench = inputs.role_defaults("sglang_bench")
+    s = inputs.host_settings({})
     assert (s["budget"], s["topk"], s["window"]) == (
         server["sglang_server_budget"],
         server["sglang_server_topk"],
@@ -168,11 +169,11 @@ def test_the_planner_fills_what_the_host_leaves_unset_from_the_roles_defaults(
     )
     assert s["algorithm"] == server["sglang_server_speculative_algorithm"]
     assert s["bench"]["contexts"] == bench["sglang_bench_contexts"]
-    assert s["baseline"] is plan.SWEEP_DEFAULTS["sglang_sweep_baseline"]
+    assert s["baseline"] is inputs.SWEEP_DEFAULTS["sglang_sweep_baseline"]
 
 
 def test_sweep_defaults_beat_the_servers_own_and_the_host_beats_the_roles() -> None:
-    s = plan.host_settings(
+    s = inputs.host_settings(
         {
             "sglang_server_budget": 12,
             "sglang_server_topk": 3,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import stat
+import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_sweep_fakes import archive, evil_archive, info
@@ -79,3 +83,70 @@ def test_load_info_needs_a_point_id() -> None:
     with pytest.raises(record.RecordError):
         record.load_info('{"point": {}}')
     assert record.load_info('{"point": {"id": "x"}}')["point"]["id"] == "x"
+
+
+def _tar_with(tmp: Path, *members: tuple[str, bytes | None, Any]) -> Path:
+    """An archive of the bench's records plus `members`: (name, data or None, TarInfo setup)."""
+    path = tmp / "odd.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        records = tarfile.TarInfo("records/c.json")
+        records.size = 2
+        tar.addfile(records, io.BytesIO(b"{}"))
+        for name, data, setup in members:
+            m = tarfile.TarInfo(name)
+            setup(m)
+            if data is not None:
+                m.size = len(data)
+            tar.addfile(m, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _kind(kind: bytes, linkname: str = "") -> Any:
+    def setup(m: tarfile.TarInfo) -> None:
+        m.type, m.linkname = kind, linkname
+
+    return setup
+
+
+@pytest.mark.parametrize(
+    "name, data, setup",
+    [
+        ("../escape.txt", b"x", _kind(tarfile.REGTYPE)),
+        ("/tmp/absolute.txt", b"x", _kind(tarfile.REGTYPE)),
+        ("records/../../escape.txt", b"x", _kind(tarfile.REGTYPE)),
+        ("link", None, _kind(tarfile.SYMTYPE, "records/c.json")),  # inside: still refused
+        ("out", None, _kind(tarfile.SYMTYPE, "/etc/passwd")),
+        ("hard", None, _kind(tarfile.LNKTYPE, "records/c.json")),
+        ("dev", None, _kind(tarfile.CHRTYPE)),
+        ("fifo", None, _kind(tarfile.FIFOTYPE)),
+    ],
+    ids=["parent", "absolute", "dotdot", "symlink", "symlink-out", "hardlink", "device", "fifo"],
+)
+def test_archive_members_other_than_plain_files_inside_are_refused(
+    tmp_path: Path, name: str, data: bytes | None, setup: Any
+) -> None:
+    arc = _tar_with(tmp_path, (name, data, setup))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(record.RecordError, match="refusing member"):
+        record._safe_extract(arc, dest)
+    assert not any(dest.iterdir())  # refused before anything was extracted
+    assert not (tmp_path / "escape.txt").exists()
+    sweep = tmp_path / "s"
+    with pytest.raises(record.RecordError, match="refusing member"):
+        record.finish_point(sweep, arc, info("p", SERVER, 0.0))
+    assert layout.point_status(sweep, "p") == "pending"
+    assert not any((sweep / layout.STAGING).iterdir())
+
+
+def test_extraction_takes_python_s_data_filter_modes(tmp_path: Path) -> None:
+    def setuid(m: tarfile.TarInfo) -> None:
+        m.mode = 0o6777
+
+    arc = _tar_with(tmp_path, ("journal.log", b"ready\n", setuid))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    record._safe_extract(arc, dest)
+    assert (dest / "journal.log").read_bytes() == b"ready\n"
+    # no set-id bits, no write for group or others (tarfile's data filter)
+    assert stat.S_IMODE((dest / "journal.log").stat().st_mode) == 0o755

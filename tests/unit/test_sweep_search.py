@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from sweep.plan import Point
+from sweep.points import Point
 from sweep.search import (
     Halving,
     Measurement,
@@ -112,6 +112,17 @@ def test_stats_ci_is_student_t_and_a_single_value_has_none() -> None:
     assert s.high - s.mean == pytest.approx(12.7062, abs=1e-4)  # t(0.975, 1) x sqrt(2) / sqrt(2)
     one = stats([5.0])
     assert (one.low, one.mean, one.high, one.n) == (5.0, 5.0, 5.0, 1)
+    with pytest.raises(ValueError, match="no values"):
+        stats([])
+
+
+def test_stats_is_the_report_s_interval() -> None:
+    from sweep.stats import estimate
+
+    for values in ([10.0, 12.0], [80.0, 95.0, 65.0], [1.5, 1.25, 1.75, 1.5, 1.0]):
+        s, e = stats(values), estimate(values)
+        assert e is not None
+        assert (s.mean, s.low, s.high, s.n) == (e.mean, e.ci_low, e.ci_high, e.n)
 
 
 def test_a_failed_run_is_eliminated() -> None:

@@ -12,7 +12,8 @@ from bench.metrics import RequestResult, summarize
 from bench.records import write_cell, write_json, write_summaries
 from bench.workload import build_matrix
 from sweep import layout, objectives, sources
-from sweep.report import load_points, write_report
+from sweep.report import write_report
+from sweep.results import load_points
 
 SPEC = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048}
 

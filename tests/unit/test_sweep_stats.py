@@ -1,8 +1,13 @@
-"""sweep.stats: Student t quantiles without scipy, t intervals, Welch's test, ratio intervals."""
+"""sweep.stats: Student t quantiles (scipy's), t intervals, the paired and Welch's tests, ratio
+intervals; scipy stays on the controller."""
 
 from __future__ import annotations
 
+import ast
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +112,33 @@ def test_welch_with_one_repetition_cannot_tell() -> None:
 def test_welch_without_any_spread() -> None:
     assert welch([2.0, 2.0], [1.0, 1.0]).significant
     assert not welch([1.0, 1.0], [1.0, 1.0]).significant
+    c = welch([2.0, 2.0, 2.0], [1.0, 1.0])
+    assert (c.difference, c.ci_low, c.ci_high, c.df, c.p_value) == (1.0, 1.0, 1.0, None, 0.0)
+    c = welch([1.0, 1.0], [1.0, 1.0, 1.0])
+    assert (c.p_value, c.significant) == (1.0, False)
+
+
+def test_welch_interval_and_fractional_df_as_r_gives_them() -> None:
+    # R: t.test(c(102,96,108), c(100,110,90)): 95 percent CI -18.44532 22.44532
+    c = welch([102.0, 96.0, 108.0], [100.0, 110.0, 90.0])
+    assert c.ci_low == pytest.approx(-18.44532, abs=1e-4)
+    assert c.ci_high == pytest.approx(22.44532, abs=1e-4)
+    # the interval is the difference ± t(0.975, df) · se with Welch's fractional df
+    se = math.sqrt(36.0 / 3 + 100.0 / 3)
+    assert c.df is not None and c.ci_high is not None
+    assert c.ci_high - c.difference == pytest.approx(t_quantile(0.975, c.df) * se)
+    assert c.p_value == pytest.approx(t_sf2(c.difference / se, c.df))
+    # a 1% test is wider
+    wide = welch([102.0, 96.0, 108.0], [100.0, 110.0, 90.0], alpha=0.01)
+    assert wide.ci_low is not None and wide.ci_low < c.ci_low
+
+
+def test_welch_with_one_constant_side_is_quiet(recwarn: pytest.WarningsRecorder) -> None:
+    c = welch([100.0, 100.0, 100.0], [99.0, 101.0, 100.5])
+    assert c.df == pytest.approx(2.0)  # all the variance is the other side's
+    assert c.p_value is not None and 0.0 < c.p_value < 1.0
+    assert not c.significant
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
 def test_ratio_interval_by_the_delta_method() -> None:
@@ -163,5 +195,43 @@ def test_paired_differences_cancel_a_common_swing() -> None:
     assert compare_repetitions(a, b, pairs=True).significant
     assert not compare_repetitions(a, b, pairs=False).significant  # Welch: lost in the swing
     assert not paired([1.0], [0.0]).significant  # one repetition cannot tell
+    assert paired([1.0], [0.0]).ci_low is None
     with pytest.raises(ValueError):
         paired([1.0, 2.0], [1.0])
+
+
+def test_paired_interval_as_r_gives_it() -> None:
+    from sweep.stats import paired
+
+    # R: t.test(c(100,150,200), c(95,146,194), paired=TRUE): 95 percent CI 2.515862 7.484138
+    c = paired([100.0, 150.0, 200.0], [95.0, 146.0, 194.0])
+    assert c.ci_low == pytest.approx(2.515862, abs=1e-5)
+    assert c.ci_high == pytest.approx(7.484138, abs=1e-5)
+    assert isinstance(c.df, float) and isinstance(c.p_value, float)
+
+
+def test_paired_without_any_spread_of_the_difference() -> None:
+    from sweep.stats import paired
+
+    c = paired([100.0, 150.0, 200.0], [98.0, 148.0, 198.0])
+    assert (c.difference, c.ci_low, c.ci_high, c.df, c.p_value) == (2.0, 2.0, 2.0, None, 0.0)
+    assert c.significant
+    same = paired([100.0, 150.0], [100.0, 150.0])
+    assert (same.p_value, same.significant) == (1.0, False)
+
+
+def test_scipy_is_the_controller_s_only() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "bench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not any(n.split(".")[0] == "scipy" for n in names), path
+    # and importing sweep.stats does not load it: only an interval or a test does
+    code = "import sys, sweep.stats; assert 'scipy' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=root, check=True)

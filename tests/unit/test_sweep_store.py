@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,10 @@ import yaml
 from test_sglang_server_filters import config
 from test_sweep_fakes import archive, plan_input
 
-from sweep import layout, plan, record, store
+from sweep import layout, plan, points, record, store
 
-DIALECTS = yaml.safe_load(plan.DIALECTS_FILE.read_text())["sglang_server_dialects_builtin"]
+PROJECT = Path(__file__).resolve().parents[2]
+DIALECTS = yaml.safe_load(points.DIALECTS_FILE.read_text())["sglang_server_dialects_builtin"]
 CAPABILITIES: dict[str, Any] = {
     "dialect": DIALECTS["ddtree"],
     "block_size": 16,
@@ -135,3 +138,27 @@ def test_stale_or_incomplete_entries_are_never_reused(tmp_path: Path) -> None:
     key = first.identities["baseline"]["digest"]
     assert store.lookup(tmp_path, key) is None
     assert json.loads((tmp_path / store.STORE / f"{key}.json").read_text())
+
+
+def test_hosts_registering_at_once_lose_no_entry(tmp_path: Path) -> None:
+    """Parallel hosts finish their points at once: every `python -m sweep finish-point` reads,
+    extends and rewrites the same index; the store's lock keeps each one's entry."""
+    workers, each = 4, 40
+    code = (
+        "import sys; from pathlib import Path; from sweep import store\n"
+        "root, w = Path(sys.argv[1]), sys.argv[2]\n"
+        f"for i in range({each}):\n"
+        "    store.register(root, 'k', root / 'sweep' / f'p{w}-{i}')\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(w)], cwd=PROJECT)
+        for w in range(workers)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0] * workers
+    entries = json.loads((tmp_path / store.STORE / "k.json").read_text())
+    assert sorted(e["dir"] for e in entries) == sorted(
+        f"sweep/p{w}-{i}" for w in range(workers) for i in range(each)
+    )
+    # registering again is idempotent: one entry per directory
+    store.register(tmp_path, "k", tmp_path / "sweep" / "p0-0")
+    assert len(json.loads((tmp_path / store.STORE / "k.json").read_text())) == workers * each

@@ -14,7 +14,7 @@ from test_sweep_fakes import plan_input
 
 from bench import datasets
 from sweep import plan, workload
-from sweep.plan import SweepInputError
+from sweep.params import SweepInputError
 
 
 def chat_line(text: str, source: str = "support", **extra: Any) -> str:
