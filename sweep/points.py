@@ -141,13 +141,10 @@ class Rules:
         if self.dialect is None:
             return
         problems = role_filters().sglang_server_point_problems(
-            p.server(), self.dialect, self.block_size, names=PLANNER_NAMES
+            p.server(), self.dialect, self.block_size, logical_names=True
         )
         if problems:
             raise SweepInputError(" ".join(problems))
-
-
-PLANNER_NAMES = {"algorithm": "algorithm", "budget": "budget", "topk": "topk", "window": "window"}
 
 
 def load_rules(dialect: str, extra: dict[str, Any] | None, block_size: int) -> Rules:

@@ -36,13 +36,6 @@ from sweep.points import ROLES, Point, role_filters
 STORE = ".store"
 LOCK = ".lock"  # <results>/.store/.lock
 IDENTITY_FORMAT = 1
-# The point's parameters the role renders; the rest of the launch config is the host's.
-POINT_CONFIG = {
-    "speculative_algorithm": "algorithm",
-    "budget": "budget",
-    "topk": "topk",
-    "window": "window",
-}
 
 
 def point_identity(
@@ -59,7 +52,9 @@ def point_identity(
     config = capabilities.get("config")
     if not host or not config or not capabilities.get("dialect"):
         return None
-    cfg = {**config, **{k: server[v] for k, v in POINT_CONFIG.items()}}
+    # the point's parameters over the host's launch config (the role's one map of their names)
+    params = role_filters().PARAMETERS
+    cfg = {**config, **{v["config"]: server[k] for k, v in params.items()}}
     rendered = launch(cfg, capabilities["dialect"])
     return {
         "format": IDENTITY_FORMAT,

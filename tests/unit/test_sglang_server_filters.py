@@ -244,9 +244,10 @@ def test_point_rules_name_the_bad_value(overrides: dict[str, Any], says: str) ->
 def test_block_size_rules_wait_for_the_block_size_and_names_can_be_the_planners() -> None:
     bad = point(algorithm="DFLASH", budget=8, topk=1)
     assert filters.sglang_server_point_problems(bad, DIALECTS["ddtree"]) == []
-    names = {"budget": "budget"}
-    problems = filters.sglang_server_point_problems(bad, DIALECTS["ddtree"], 16, names=names)
+    problems = filters.sglang_server_point_problems(bad, DIALECTS["ddtree"], 16, logical_names=True)
     assert problems and problems[0].startswith("budget=8 differs")
+    problems = filters.sglang_server_point_problems(bad, DIALECTS["ddtree"], 16)
+    assert problems[0].startswith("sglang_server_budget=8 differs")
 
 
 def test_rendering_refuses_a_point_the_build_cannot_express() -> None:

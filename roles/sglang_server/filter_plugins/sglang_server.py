@@ -49,12 +49,7 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
     }
     algorithm = str(cfg["speculative_algorithm"]).upper()
     problems = sglang_server_point_problems(
-        {
-            "algorithm": algorithm,
-            "budget": cfg["budget"],
-            "topk": cfg["topk"],
-            "window": cfg["window"],
-        },
+        {k: cfg[v["config"]] for k, v in PARAMETERS.items()},
         dialect,
         int(cfg.get("block_size") or 0) or None,
     )
@@ -85,11 +80,14 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
     return {"flags": flags, "env": env, "expect": expect, "expect_env": dict(env)}
 
 
-ROLE_NAMES = {
-    "algorithm": "sglang_server_speculative_algorithm",
-    "budget": "sglang_server_budget",
-    "topk": "sglang_server_topk",
-    "window": "sglang_server_window",
+# The one map of the logical speculative parameters (what a sweep point and the command line call
+# them): the role's variable, and the key of the launch configuration this filter renders from.
+# The planner (sweep/points.py, sweep/store.py) reads it from here.
+PARAMETERS: dict[str, dict[str, str]] = {
+    "algorithm": {"var": "sglang_server_speculative_algorithm", "config": "speculative_algorithm"},
+    "budget": {"var": "sglang_server_budget", "config": "budget"},
+    "topk": {"var": "sglang_server_topk", "config": "topk"},
+    "window": {"var": "sglang_server_window", "config": "window"},
 }
 
 
@@ -97,16 +95,16 @@ def sglang_server_point_problems(
     point: dict[str, Any],
     dialect: dict[str, Any],
     block_size: int | None = None,
-    names: dict[str, str] | None = None,
+    logical_names: bool = False,
 ) -> list[str]:
     """Why a build (its dialect) cannot serve this algorithm/budget/topk/window; [] when it can.
 
     The one statement of these rules: preflight asserts it is empty, and the sweep planner
-    (sweep/plan.py) checks every point with it before anything runs. `names` are the parameter
-    names to use in messages (the role's variables by default); block-size rules are skipped
-    while the drafter's block size is not known (None).
+    (sweep/points.py) checks every point with it before anything runs. Messages name the role's
+    variables, or with `logical_names` the logical parameters (PARAMETERS); block-size rules are
+    skipped while the drafter's block size is not known (None).
     """
-    name = {**ROLE_NAMES, **(names or {})}
+    name = {k: k if logical_names else v["var"] for k, v in PARAMETERS.items()}
     algorithm = str(point["algorithm"]).upper()
     if algorithm == "NONE":
         return []
