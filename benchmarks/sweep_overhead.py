@@ -44,7 +44,10 @@ TASK_LOG = Path(__file__).resolve().parent / "callback_plugins"
 
 def run_demo_sweep(extra: list[str], task_log: Path) -> Path:
     name = time.strftime("overhead-%Y%m%d-%H%M%S")
-    cmd = ["ansible-playbook", "-i", "inventory/demo/hosts.yml", "sweep.yml"]
+    # the venv's own (a fresh clone after `make venv` has no ansible-playbook on PATH)
+    venv_bin = Path(sys.executable).parent / "ansible-playbook"
+    playbook = str(venv_bin) if venv_bin.exists() else "ansible-playbook"
+    cmd = [playbook, "-i", "inventory/demo/hosts.yml", "sweep.yml"]
     cmd += ["-e", f"sweep_name={name}", *extra]
     print("$", " ".join(cmd), flush=True)
     env = {

@@ -16,7 +16,7 @@ from sweep import greedy, layout
 from sweep import objectives as objectives_mod
 from sweep.decision import CELL_KEYS, winners
 from sweep.params import SweepInputError
-from sweep.results import load_points, rows
+from sweep.results import load_points, rows, twins
 
 DEPLOYMENTS = "deployments.jsonl"
 
@@ -83,7 +83,7 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
     points = load_points(sweep_dir, obj)
     verdicts = greedy.verdicts(sweep_dir, points, minimum)
     refused = {p for p, v in verdicts.items() if v.status == "fail"}
-    cell = _cell(winners(rows(points, obj.name), obj, refused), inp)
+    cell = _cell(winners(rows(points, obj.name), obj, refused | set(twins(points))), inp)
     where = "/".join(f"{k}={cell[k]}" for k in CELL_KEYS)
     named = _given(inp, "point")
     if named is None and cell["tie"]:

@@ -15,7 +15,7 @@ from typing import Any
 from sweep import claims, layout, store, workload
 from sweep.inputs import read_inputs
 from sweep.params import SweepInputError
-from sweep.points import Point, pin_baselines
+from sweep.points import Point, pin_baselines, same_servers
 
 
 @dataclass
@@ -44,15 +44,24 @@ class Plan:
     run_on: Plan | None = None
     # the user's dataset, sampled: written under <results>/.workloads/ for the hosts to get
     dataset: workload.Dataset | None = None
+    # point id -> (the point that starts the same server, why): not run, recorded as its copy
+    same: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def pending(self) -> list[Point]:
-        return [p for p in self.points if self.status[p.point_id] not in ("complete", "reused")]
+        done = ("complete", "reused", "same")
+        return [p for p in self.points if self.status[p.point_id] not in done]
 
     def summary(self) -> str:
         complete = sum(1 for s in self.status.values() if s == "complete")
         retries = sum(1 for s in self.status.values() if s == "failed")
         reused = f", {len(self.reuse)} reused from earlier sweeps" if self.reuse else ""
+        if self.same:
+            reused += (
+                f", {len(self.same)} the same server as another ("
+                + "; ".join(f"{p} = {rep}: {why}" for p, (rep, why) in self.same.items())
+                + ")"
+            )
         busy = min(len(self.hosts), len(self.pending))
         if not self.pending:
             return (
@@ -76,6 +85,9 @@ class Plan:
                 out["hosts"] = [h for h in self.hosts if self.classes.get(h) == p.pin]
             if p.point_id in self.reuse:
                 out["reused_from"] = store.origin(self.reuse[p.point_id])
+            if p.point_id in self.same:
+                rep, why = self.same[p.point_id]
+                out["same_as"] = {"point": rep, "why": why}
             return out
 
         # a search that is over has only its baselines left to run (they run after the finalists)
@@ -132,8 +144,17 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     for h, caps in (inp.get("capabilities") or {}).items():
         if str(h) in classes and isinstance(caps, dict):
             by_class.setdefault(classes[str(h)], caps)
+    server = inp.get("server") or {}
+    block_size = int(server.get("block_size") or given.inventory.get("block_size") or 16)
     level = _LevelInput(
-        hosts, given.stop_on_failure, inp.get("server") or {}, given.fresh, since, classes, by_class
+        hosts,
+        given.stop_on_failure,
+        server,
+        given.fresh,
+        since,
+        block_size,
+        classes,
+        by_class,
     )
     if given.search == "grid":
         plan = _level_plan(level, given.name, given.sweep_dir, given.bench, points)
@@ -153,6 +174,7 @@ class _LevelInput:
     capabilities: dict[str, Any]
     fresh: bool
     started: float  # the invocation's start
+    block_size: int  # the drafter's: some builds start the same server for several points
     # host -> hardware class, and the capabilities a host of each class published
     classes: dict[str, str] = field(default_factory=dict)
     by_class: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -171,12 +193,16 @@ def _level_plan(
     status: dict[str, str] = {
         p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points
     }
+    same = same_servers(points, inp.block_size)
+    for pid in same:
+        if status[pid] != "complete":
+            status[pid] = "same"
     identities = store.point_identities(points, inp.capabilities, bench, inp.by_class)
     reuse: dict[str, Path] = {}
     if not inp.fresh:
         for p in points:
             ident = identities.get(p.point_id)
-            if status[p.point_id] != "complete" and ident:
+            if status[p.point_id] not in ("complete", "same") and ident:
                 found = store.lookup(sweep_dir.parent, ident["digest"])
                 if found is not None and found != sweep_dir / p.point_id:
                     reuse[p.point_id] = found
@@ -193,6 +219,7 @@ def _level_plan(
         identities=identities,
         reuse=reuse,
         classes=inp.classes,
+        same=same,
     )
 
 
@@ -220,7 +247,10 @@ def _search_plan(
             "baseline to divide by until it is over: run it on hosts of one class (--limit), "
             "or use search=grid, which compares each point with its own class's baseline."
         )
-    searched = [p for p in points if not p.is_baseline]
+    # a point that starts the same server as another is not an axis of the search: it is not
+    # searched, and gets its twin's measurement when that one is final
+    twins = same_servers(points, inp.block_size)
+    searched = [p for p in points if not p.is_baseline and p.point_id not in twins]
     baseline = [p for p in points if p.is_baseline]
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
@@ -249,6 +279,8 @@ def _search_plan(
             plan.run_on = _level_plan(inp, sweep_dir.name, sweep_dir, bench, may_run_on + baseline)
     else:
         finals = [r.point for rnd in state.rounds for r in rnd.runs if r.level == last]
+        final_ids = {p.point_id for p in finals}
+        finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
         plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
         plan.final = True
         plan.stopped = stopped
@@ -288,3 +320,26 @@ def record_run(plan: Plan) -> None:
             "runs": runs,
         },
     )
+
+
+def settle_same(plan: Plan) -> list[str]:
+    """Records each point that starts the same server as another once that other one is
+    complete: its measurement, copied (nothing earlier is moved or deleted), point.json naming it
+    (`same_as`). Returns the points recorded now."""
+    done = []
+    for pid, (twin, why) in plan.same.items():
+        if layout.point_status(plan.sweep_dir, twin) != "complete":
+            continue
+        if layout.point_status(plan.sweep_dir, pid) == "complete":
+            continue
+        point = next(p for p in plan.points if p.point_id == pid)
+        ident = plan.identities.get(pid)
+        store.copy_point(
+            plan.sweep_dir / twin,
+            plan.sweep_dir,
+            pid,
+            {"same_as": {"point": twin, "why": why}, "server": point.server()},
+            ident["digest"] if ident else None,
+        )
+        done.append(pid)
+    return done

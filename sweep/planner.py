@@ -33,7 +33,7 @@ from filelock import FileLock
 from bench.records import write_json
 from sweep import claims, layout, search_rounds
 from sweep.params import SweepInputError
-from sweep.plan import Plan, make_plan, record_run
+from sweep.plan import Plan, make_plan, record_run, settle_same
 
 INPUT_FILE = "plan-input.json"
 HOSTS_DIR = ".hosts"  # <sweep>/.hosts/<host>.json: the run last handed to the host
@@ -91,14 +91,16 @@ def _root_plan(plan: Plan) -> Plan:
 
 def _record(plan: Plan) -> None:
     """sweep.json of each sweep the plan hands out runs in, once per invocation (the first
-    time: its run entry, the adopted measurements, its claims and staging cleared), and the
-    search's search.json every time."""
+    time: its run entry, the adopted measurements, its claims and staging cleared); every time,
+    the points that start the same server as one measured since (plan.settle_same) and the
+    search's search.json."""
     for p in (plan, plan.run_on):
         if p is None:
             continue
         runs = (layout.read_sweep(p.sweep_dir) or {}).get("runs") or [{}]
         if runs[-1].get("started") != p.run_started:
             record_run(p)
+        settle_same(p)
     if plan.search_file is not None and plan.search is not None:
         search_rounds.write_search_file(plan.search_file, plan.search)
 

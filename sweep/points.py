@@ -261,3 +261,42 @@ def expand(
     for p in unique.values():
         rules.check(p)
     return sorted(unique.values(), key=Point.sort_key)
+
+
+def _server_key(p: Point, block_size: int) -> tuple[tuple[Any, ...], str]:
+    """What the server a point starts depends on, and why two points with the same key are one.
+
+    DDTREE, as upstream PR #29907's worker builds its tree (read from the branch; the emulator
+    models the same): the draft depth is block size - 1; a budget up to it is a plain chain and
+    the topk (SGLANG_DDTREE_MAX_TOPK) is never read; above it the width is
+    min(max(budget // depth + 1, 2), topk): topk only caps the width, so every topk at or above
+    the width the budget gives is the same tree."""
+    if p.algorithm != "DDTREE":
+        return (p.algorithm, p.budget, p.topk, p.window, p.env, p.pin), ""
+    depth = max(block_size - 1, 1)
+    if p.budget <= depth:
+        why = (
+            f"DDTREE budget {p.budget} <= the drafter's block size {block_size} - 1 is a plain "
+            "chain: topk is never read"
+        )
+        return (p.algorithm, p.budget, 1, p.window, p.env, p.pin), why
+    width = max(1, min(max(p.budget // depth + 1, 2), p.topk))
+    why = (
+        f"DDTREE budget {p.budget} builds a tree {width} wide with any topk of {width} or more "
+        "(topk only caps the width)"
+    )
+    return (p.algorithm, p.budget, width, p.window, p.env, p.pin), why
+
+
+def same_servers(points: list[Point], block_size: int) -> dict[str, tuple[str, str]]:
+    """point id -> (the earlier point, in run order, that starts the same server; why): such a
+    point is not run, it is recorded as that point's measurement (sweep/plan.py)."""
+    first: dict[tuple[Any, ...], str] = {}
+    out: dict[str, tuple[str, str]] = {}
+    for p in sorted(points, key=Point.sort_key):
+        key, why = _server_key(p, block_size)
+        if key in first:
+            out[p.point_id] = (first[key], why)
+        else:
+            first[key] = p.point_id
+    return out

@@ -15,7 +15,7 @@ from sweep import greedy, sources
 from sweep import objectives as objectives_mod
 from sweep.decision import interval, winners
 from sweep.objectives import Objective
-from sweep.results import PointResult
+from sweep.results import PointResult, twins
 from sweep.stats import CI_METHOD, SUMMARY_METRICS, TEST_METHOD, Estimate
 
 COLUMNS = (
@@ -154,8 +154,14 @@ def _named(c: dict[str, Any], key: str, with_class: bool) -> str:
 
 
 def _status(p: PointResult) -> str:
-    """The status, and where a point measured by an earlier sweep was reused from."""
-    origin = p.meta.get("reused_from") if p.status == "complete" else None
+    """The status, and where a point's measurement comes from when not from its own run: an
+    earlier sweep (reused) or another point that starts the same server."""
+    if p.status != "complete":
+        return p.status
+    same = p.meta.get("same_as")
+    if isinstance(same, dict):
+        return f"{p.status}, the same server as {same.get('point')}: {same.get('why')}"
+    origin = p.meta.get("reused_from")
     if not isinstance(origin, dict):
         return p.status
     return f"{p.status}, reused from {origin.get('sweep')}/{origin.get('point')}"
@@ -316,7 +322,8 @@ def to_markdown(
     objective = objective or objectives_mod.make()
     verdicts = verdicts or {}
     refused = {p for p, v in verdicts.items() if v.status == "fail"}
-    cells = winners(table, objective, refused) if cells is None else cells
+    same = twins(points)
+    cells = winners(table, objective, refused | set(same)) if cells is None else cells
     source_table = source_table or []
     complete = sum(1 for p in points if p.status == "complete")
     failed = [p for p in points if p.status == "failed"]
@@ -328,6 +335,14 @@ def to_markdown(
         "",
         *_winner_lines(cells, objective),
     ]
+    if same:
+        lines += [
+            "",
+            "The same server as another point (its measurement, not a contender of its own): "
+            + "; ".join(
+                f"{p} = {t.get('point')} ({t.get('why')})" for p, t in sorted(same.items())
+            ),
+        ]
     if refused:
         lines += [
             "",
@@ -336,7 +351,9 @@ def to_markdown(
         ]
     for section in (
         _greedy_lines(verdicts, greedy_match_min),
-        _source_lines(source_table, sources.winners(source_table, objective, refused), objective),
+        _source_lines(
+            source_table, sources.winners(source_table, objective, refused | set(same)), objective
+        ),
     ):
         if section:
             lines += ["", *section]

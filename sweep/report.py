@@ -16,7 +16,7 @@ from bench.records import write_atomic
 from sweep import greedy, layout, render, sources
 from sweep import objectives as objectives_mod
 from sweep.decision import winners
-from sweep.results import PointResult, load_points, rows
+from sweep.results import PointResult, load_points, rows, twins
 from sweep.search_rounds import SEARCH_FILE, full_benches
 
 
@@ -57,7 +57,7 @@ def write_report(
     table = rows(points, obj.name)
     verdicts = greedy.verdicts(sweep_dir, points, greedy_match_min)
     refused = {p for p, v in verdicts.items() if v.status == "fail"}
-    cells = winners(table, obj, refused)
+    cells = winners(table, obj, refused | set(twins(points)))
     source_table = sources.rows(sweep_dir, points, obj)
     plots: list[str] = []
     if with_plots:

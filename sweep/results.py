@@ -196,3 +196,13 @@ def _relative(cell: dict[str, Any], base_cell: dict[str, Any] | None) -> list[fl
         return [v / b for v, b in zip(values, base, strict=True)]
     mean = statistics.fmean(base)
     return [v / mean for v in values] if mean > 0 else []
+
+
+def twins(points: list[PointResult]) -> dict[str, dict[str, Any]]:
+    """point id -> {point, why}: the points recorded as another's measurement because they start
+    the same server (sweep/plan.py settle_same). Not contenders of their own: their twin is."""
+    return {
+        p.point_id: p.meta["same_as"]
+        for p in points
+        if p.status == "complete" and isinstance(p.meta.get("same_as"), dict)
+    }

@@ -115,24 +115,31 @@ def origin(point_dir: Path) -> dict[str, Any]:
     return dict(meta.get("reused_from") or {"sweep": meta.get("sweep"), "point": meta.get("id")})
 
 
-def adopt(source: Path, sweep_dir: Path, point_id: str, key: str) -> Path:
-    """Copies the measurement in `source` into the sweep as `point_id` (point.json written last,
-    the directory renamed into place) and registers the copy. An existing directory of that point
-    (a failed attempt) is moved aside, never overwritten."""
-    staging = sweep_dir / layout.STAGING / f"{point_id}.reuse.{os.getpid()}"
+def copy_point(
+    source: Path, sweep_dir: Path, point_id: str, note: dict[str, Any], key: str | None
+) -> Path:
+    """Copies the measurement in `source` into the sweep as `point_id`, its point.json updated
+    with `note` (written last, the directory renamed into place), and registers the copy under
+    `key` (a digest; None: not registered). An existing directory of that point (a failed
+    attempt) is moved aside, never overwritten."""
+    staging = sweep_dir / layout.STAGING / f"{point_id}.copy.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns(layout.POINT_FILE))
     meta = layout.read_json(source / layout.POINT_FILE) or {}
-    meta.update(
-        id=point_id,
-        sweep=sweep_dir.name,
-        reused_from={**origin(source), "dir": str(source), "reused": time.time()},
-    )
+    meta.update(id=point_id, sweep=sweep_dir.name, **note)
     write_json(staging / layout.POINT_FILE, meta)
     target = layout.install_point(sweep_dir, point_id, staging, time.time())
-    register(sweep_dir.parent, key, target)
+    if key is not None:
+        register(sweep_dir.parent, key, target)
     return target
+
+
+def adopt(source: Path, sweep_dir: Path, point_id: str, key: str) -> Path:
+    """Reuse: the measurement in `source`, made under the same identity, as `point_id` of the
+    sweep, point.json naming where it was measured (`reused_from`)."""
+    note = {"reused_from": {**origin(source), "dir": str(source), "reused": time.time()}}
+    return copy_point(source, sweep_dir, point_id, note, key)
 
 
 def point_identities(

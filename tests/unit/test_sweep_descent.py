@@ -127,15 +127,15 @@ def test_strategy_refuses_halving_settings() -> None:
         search_rounds.strategy({"halving_eta": 2}, objectives.make(), "descent")
 
 
-SPEEDS = {  # a 3 x 2 grid whose best is b12-k4
-    "ddtree-b4-k2-w2048": 100.0,
-    "ddtree-b8-k2-w2048": 150.0,
-    "ddtree-b12-k2-w2048": 170.0,
-    "ddtree-b4-k4-w2048": 110.0,
-    "ddtree-b8-k4-w2048": 160.0,
-    "ddtree-b12-k4-w2048": 210.0,
+SPEEDS = {  # a 3 x 2 grid whose best is b64-k4 (topk 2 and 4: two tree widths per budget)
+    "ddtree-b32-k2-w2048": 100.0,
+    "ddtree-b48-k2-w2048": 150.0,
+    "ddtree-b64-k2-w2048": 170.0,
+    "ddtree-b32-k4-w2048": 110.0,
+    "ddtree-b48-k4-w2048": 160.0,
+    "ddtree-b64-k4-w2048": 210.0,
 }
-DESCENT = {"budget": "4,8,12", "topk": "2,4", "search": "descent", "halving_eta": ""}
+DESCENT = {"budget": "32,48,64", "topk": "2,4", "search": "descent", "halving_eta": ""}
 
 
 def test_sweep_rounds_measure_in_the_sweeps_own_directory_and_report_the_search(
@@ -152,20 +152,20 @@ def test_sweep_rounds_measure_in_the_sweeps_own_directory_and_report_the_search(
         for pid in queues[-1]:
             measure(final, pid, SPEEDS[pid]) if pid in SPEEDS else measure(final, pid, 50.0)
     assert queues == [
-        ["ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048", "ddtree-b12-k2-w2048", "baseline"],
-        ["ddtree-b12-k4-w2048"],  # the next axis from the best, b12-k2
-        ["ddtree-b8-k4-w2048"],  # back to the first axis from the new best
+        ["ddtree-b32-k2-w2048", "ddtree-b48-k2-w2048", "ddtree-b64-k2-w2048", "baseline"],
+        ["ddtree-b64-k4-w2048"],  # the next axis from the best, b64-k2
+        ["ddtree-b48-k4-w2048"],  # back to the first axis from the new best
     ]
     assert plan["queue"] == []
     info = plan["search"]
-    assert info["search"] == "descent" and info["done"] and info["best"] == "ddtree-b12-k4-w2048"
+    assert info["search"] == "descent" and info["done"] and info["best"] == "ddtree-b64-k4-w2048"
     assert (info["restarts"], info["grid_restarts"]) == (5, 6)
     assert "descent: 5 restarts" in info["cost"]["line"]
 
     out = write_report(final, with_plots=False)
     md = (final / "report.md").read_text()
     assert "Coordinate descent (max_restarts none)" in md
-    assert "not measured (no step from the best leads there): ddtree-b4-k4-w2048\n" in md
+    assert "not measured (no step from the best leads there): ddtree-b32-k4-w2048\n" in md
     assert out["incomplete"] == []  # points it never measured are not failures
     assert "descent: 5 restarts" in out["best"][-1]
 

@@ -20,7 +20,7 @@ from sweep.__main__ import main
 from sweep.plan import make_plan
 from sweep.report import write_report
 
-GRID = {"budget": "4,8", "topk": "2,4", "search": "halving", "halving_eta": 2}
+GRID = {"budget": "32,48", "topk": "2,4", "search": "halving", "halving_eta": 2}
 THROUGHPUT = objectives.make()
 
 
@@ -79,10 +79,10 @@ def plan_round(tmp: Path, round_index: int, **cli: Any) -> dict[str, Any]:
 
 
 SPEEDS = {
-    "ddtree-b4-k2-w2048": 100.0,
-    "ddtree-b8-k2-w2048": 190.0,
-    "ddtree-b4-k4-w2048": 120.0,
-    "ddtree-b8-k4-w2048": 200.0,
+    "ddtree-b32-k2-w2048": 100.0,
+    "ddtree-b48-k2-w2048": 190.0,
+    "ddtree-b32-k4-w2048": 120.0,
+    "ddtree-b48-k4-w2048": 200.0,
 }
 
 
@@ -142,8 +142,8 @@ def screen_round(queue: list[dict[str, Any]], speeds: dict[str, float], final: P
 def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
     tmp_path: Path,
 ) -> None:
-    # b4-k4 is screened third, behind both before it: the one not benched on
-    speeds = {**SPEEDS, "ddtree-b4-k4-w2048": 50.0}
+    # b32-k4 is screened third, behind both before it: the one not benched on
+    speeds = {**SPEEDS, "ddtree-b32-k4-w2048": 50.0}
     r0 = plan_round(tmp_path, 0, halving_run_on=True)
     screen, final = tmp_path / "s.screen0", tmp_path / "s"
     assert r0["sweep"]["dir"] == str(screen) and not r0["final"]
@@ -153,17 +153,17 @@ def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
     assert "identity" in r0["queue"][1]["run_on"]  # None: the fake host published none
     assert (final / "sweep.json").is_file()  # before any point lands there
     assert screen_round(r0["queue"], speeds, final) == [
-        "ddtree-b4-k2-w2048",
-        "ddtree-b8-k2-w2048",
-        "ddtree-b8-k4-w2048",
+        "ddtree-b32-k2-w2048",
+        "ddtree-b48-k2-w2048",
+        "ddtree-b48-k4-w2048",
     ]
 
-    # eta 2: the finalists b8-k4 and b8-k2 were both benched on: nothing left to start
+    # eta 2: the finalists b48-k4 and b48-k2 were both benched on: nothing left to start
     r1 = plan_round(tmp_path, 1, halving_run_on=True)
     assert r1["final"] and r1["queue"] == [] and r1["sweep"]["dir"] == str(final)
     info = json.loads((final / search_rounds.SEARCH_FILE).read_text())
-    assert info["best"] == "ddtree-b8-k4-w2048" and info["done"] and info["failed"] == []
-    assert info["full"] == ["ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048", "ddtree-b8-k4-w2048"]
+    assert info["best"] == "ddtree-b48-k4-w2048" and info["done"] and info["failed"] == []
+    assert info["full"] == ["ddtree-b32-k2-w2048", "ddtree-b48-k2-w2048", "ddtree-b48-k4-w2048"]
     # 4 screening starts, no second start: as many as the grid
     assert (info["restarts"], info["grid_restarts"]) == (4, 4)
     assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0)}
@@ -190,8 +190,8 @@ def test_a_finalist_not_benched_on_is_started_again_in_the_last_round(tmp_path: 
     assert r1["sweep"]["dir"] == str(final)
     # the running configuration (screened last) first, then the runner-up, then the baseline
     assert [p["id"] for p in r1["queue"]] == [
-        "ddtree-b8-k4-w2048",
-        "ddtree-b8-k2-w2048",
+        "ddtree-b48-k4-w2048",
+        "ddtree-b48-k2-w2048",
         "baseline",
     ]
     assert all("run_on" not in p for p in r1["queue"])
@@ -199,7 +199,7 @@ def test_a_finalist_not_benched_on_is_started_again_in_the_last_round(tmp_path: 
 
 def test_run_on_refuses_a_sweep_without_a_halving_search(tmp_path: Path) -> None:
     with pytest.raises(search_rounds.SearchInputError, match="no halving search recorded"):
-        search_rounds.run_on(tmp_path, "ddtree-b4-k2-w2048")
+        search_rounds.run_on(tmp_path, "ddtree-b32-k2-w2048")
 
 
 def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
@@ -210,25 +210,25 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
     started = json.loads((tmp_path / "s" / search_rounds.SEARCH_FILE).read_text())["started"]
     for pid, speed in list(SPEEDS.items())[1:]:
         measure(screen, pid, speed)
-    fail(screen, "ddtree-b4-k2-w2048", finished=started + 1)
+    fail(screen, "ddtree-b32-k2-w2048", finished=started + 1)
     r1 = plan_round(tmp_path, 1)
-    assert "ddtree-b4-k2-w2048" not in [p["id"] for p in r1["queue"]]
+    assert "ddtree-b32-k2-w2048" not in [p["id"] for p in r1["queue"]]
     out = write_report(tmp_path / "s", with_plots=False)
-    assert "ddtree-b4-k2-w2048@L0" in out["incomplete"]
+    assert "ddtree-b32-k2-w2048@L0" in out["incomplete"]
     md = (tmp_path / "s" / "report.md").read_text()
     assert "run-on off): the points above were measured with the full bench: the finalists." in md
 
     # a new invocation later: the failure is from before it, so it is screened again
     monkeypatch.setattr(planner.time, "time", lambda: started + 60)
     again = plan_round(tmp_path, 0)
-    assert [p["id"] for p in again["queue"]] == ["ddtree-b4-k2-w2048"]
+    assert [p["id"] for p in again["queue"]] == ["ddtree-b32-k2-w2048"]
     assert again["sweep"]["dir"] == str(screen)
 
 
 def test_a_stop_ends_the_rounds(tmp_path: Path) -> None:
     plan_round(tmp_path, 0, stop_on_failure=True)
     screen = tmp_path / "s.screen0"
-    measure(screen, "ddtree-b8-k4-w2048", 200.0)
+    measure(screen, "ddtree-b48-k4-w2048", 200.0)
     (screen / layout.STOP).write_text("failed\n")
     r1 = plan_round(tmp_path, 1, stop_on_failure=True)
     assert r1["final"] and r1["queue"] == []
@@ -251,9 +251,9 @@ def test_a_grid_plans_its_pending_points_and_records_one_run_per_invocation(
 ) -> None:
     r0 = plan_round(tmp_path, 0, search="grid")
     assert not r0["final"] and len(r0["queue"]) == 5 and r0["search"] is None
-    measure(tmp_path / "s", "ddtree-b8-k4-w2048", 200.0)
+    measure(tmp_path / "s", "ddtree-b48-k4-w2048", 200.0)
     r1 = plan_round(tmp_path, 1, search="grid")
-    assert len(r1["queue"]) == 4 and "ddtree-b8-k4-w2048" not in [p["id"] for p in r1["queue"]]
+    assert len(r1["queue"]) == 4 and "ddtree-b48-k4-w2048" not in [p["id"] for p in r1["queue"]]
     assert len(layout.read_sweep(tmp_path / "s")["runs"]) == 1  # asking again records no run
 
 

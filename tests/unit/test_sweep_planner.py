@@ -58,14 +58,14 @@ def drive(sweep_dir: Path, hosts: list[str], fails: frozenset[str] = frozenset()
 
 
 def test_a_grid_is_handed_out_once_in_order_then_done(tmp_path: Path) -> None:
-    d = start(tmp_path, budget="4,8", topk="2,4")
+    d = start(tmp_path, budget="32,48", topk="2,4")
     handed = drive(d, ["h1"])
     assert [p for _, p, _, _ in handed] == [
         "baseline",
-        "ddtree-b4-k2-w2048",
-        "ddtree-b8-k2-w2048",
-        "ddtree-b4-k4-w2048",
-        "ddtree-b8-k4-w2048",
+        "ddtree-b32-k2-w2048",
+        "ddtree-b48-k2-w2048",
+        "ddtree-b32-k4-w2048",
+        "ddtree-b48-k4-w2048",
     ]
     assert planner.next_run(d, "h1", lost=set())["action"] == "done"
     assert len(layout.read_sweep(d)["runs"]) == 1  # one invocation, one run entry
@@ -205,8 +205,9 @@ def _host(args: tuple[str, str, int, float]) -> list[str]:
 
 def test_32_hosts_asking_at_once_share_the_work_exactly(tmp_path: Path) -> None:
     hosts = [f"h{i:02d}" for i in range(32)]
-    # 48 points + the baseline: more work than hosts
-    d = start(tmp_path, hosts=hosts, forks=32, budget="4,8,12,16,20,24,28,32", topk="1,2,3,4,5,6")
+    # 48 servers (a budget of 90 or more builds a tree as wide as any topk up to 6) + the baseline
+    budgets = "90,105,120,135,150,165,180,195"
+    d = start(tmp_path, hosts=hosts, forks=32, budget=budgets, topk="1,2,3,4,5,6")
     start_at = time.time() + 8  # after every process has started
     with multiprocessing.get_context("spawn").Pool(32) as pool:
         logs = pool.map(_host, [(str(d), h, i, start_at) for i, h in enumerate(hosts)])
@@ -219,3 +220,57 @@ def test_32_hosts_asking_at_once_share_the_work_exactly(tmp_path: Path) -> None:
     last_handed = max(t for t, _ in runs)
     idle = [float(t) for log in logs for t, kind, *_ in map(str.split, log) if kind != "run"]
     assert min(idle) >= last_handed
+
+
+def test_points_that_start_the_same_server_run_once_and_are_recorded_as_its_measurement(
+    tmp_path: Path,
+) -> None:
+    from sweep.report import write_report
+
+    # the demo's old grid: with a block-16 drafter, DDTREE budgets 4 and 8 are chains
+    d = start(tmp_path, budget="4,8", topk="2,4")
+    plan = json.loads(json.dumps(planner.current(d).to_dict()))
+    same = {p["id"]: p["same_as"] for p in plan["points"] if "same_as" in p}
+    assert same == {
+        "ddtree-b4-k4-w2048": {
+            "point": "ddtree-b4-k2-w2048",
+            "why": "DDTREE budget 4 <= the drafter's block size 16 - 1 is a plain chain: topk is "
+            "never read",
+        },
+        "ddtree-b8-k4-w2048": {
+            "point": "ddtree-b8-k2-w2048",
+            "why": "DDTREE budget 8 <= the drafter's block size 16 - 1 is a plain chain: topk is "
+            "never read",
+        },
+    }
+    assert "2 the same server as another" in plan["summary"]
+    handed = drive(d, ["h1"])
+    assert [p for _, p, _, _ in handed] == ["baseline", "ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048"]
+    twin = layout.read_json(d / "ddtree-b4-k4-w2048" / layout.POINT_FILE) or {}
+    assert twin["status"] == "complete" and twin["same_as"]["point"] == "ddtree-b4-k2-w2048"
+    assert twin["server"]["topk"] == 4
+    out = write_report(d, with_plots=False)
+    assert out["incomplete"] == []
+    md = Path(out["report"]).read_text()
+    assert "ddtree-b4-k4-w2048 | complete, the same server as ddtree-b4-k2-w2048: DDTREE" in md
+    # identical measurements are one contender: no tie between a point and its twin
+    for cell in out["cells"]:
+        assert not {cell["best"], cell["runner_up"]} & set(same)
+
+
+def test_above_the_chain_topk_caps_the_tree_width() -> None:
+    from sweep.points import Point, same_servers
+
+    points = [Point("DDTREE", b, k, 2048) for b in (16, 32, 48) for k in (2, 3, 4, 6)]
+    same = same_servers(points, 16)
+    # budget 16: width 2 whatever topk >= 2; 32: width 3; 48: width 4
+    assert set(same) == {
+        "ddtree-b16-k3-w2048",
+        "ddtree-b16-k4-w2048",
+        "ddtree-b16-k6-w2048",
+        "ddtree-b32-k4-w2048",
+        "ddtree-b32-k6-w2048",
+        "ddtree-b48-k6-w2048",
+    }
+    assert same["ddtree-b32-k6-w2048"][0] == "ddtree-b32-k3-w2048"
+    assert same_servers([Point("EAGLE3", 4, 2, 2048), Point("EAGLE3", 4, 4, 2048)], 16) == {}
