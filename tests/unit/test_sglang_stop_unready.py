@@ -1,0 +1,97 @@
+"""library/sglang_stop_unready.py: a run that never served is stopped at once, the whole cgroup; a
+run that served is left to the restart's drain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from project_module_utils import use_project_module_utils
+from sglang_host_loader import ROOT, load
+
+use_project_module_utils()
+m = load("sglang_stop_unready", ROOT / "library" / "sglang_stop_unready.py")
+
+SHOW = "MainPID={pid}\nInvocationID=inv1\nActiveState={active}\nSubState={sub}\nNRestarts=0\n"
+READY = "loading weights\nThe server is fired up and ready to roll!\n"
+
+
+class Host:
+    """systemctl and journalctl as a fake host answers them; `procs` empties on the signal that
+    works (a process that ignores SIGTERM needs SIGKILL)."""
+
+    def __init__(
+        self,
+        active: str = "activating",
+        pid: int = 42,
+        journal: str = "",
+        ignores_term: bool = False,
+    ) -> None:
+        self.active, self.pid, self.journal = active, pid, journal
+        self.ignores_term = ignores_term
+        self.procs = [pid, pid + 1] if pid else []
+        self.calls: list[list[str]] = []
+
+    def run(self, cmd: list[str]) -> tuple[int, str, str]:
+        self.calls.append(cmd)
+        if cmd[:2] == ["systemctl", "show"] and "ControlGroup" in cmd:
+            return 0, "/system.slice/sglang.service\n", ""
+        if cmd[:2] == ["systemctl", "show"]:
+            return 0, SHOW.format(pid=self.pid, active=self.active, sub="start"), ""
+        if cmd[0] == "journalctl":
+            return 0, self.journal, ""
+        if cmd[:2] == ["systemctl", "kill"]:
+            if "--signal=SIGKILL" in cmd or not self.ignores_term:
+                self.procs = []
+            return 0, "", ""
+        return 0, "", ""
+
+    def signals(self) -> list[str]:
+        return [c[3].split("=")[1] for c in self.calls if c[:2] == ["systemctl", "kill"]]
+
+
+@pytest.fixture(autouse=True)
+def cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(m, "cgroup_pids", lambda run, unit: run.__self__.procs)
+
+
+MARKER = "The server is fired up and ready to roll!"
+
+
+def stop(host: Host, check_mode: bool = False) -> dict[str, Any]:
+    return m.stop_unready(host.run, "sglang.service", MARKER, 0.5, 0.5, check_mode, lambda s: None)
+
+
+def test_a_run_that_served_is_left_to_the_restarts_drain() -> None:
+    host = Host(active="active", journal=READY)
+    out = stop(host)
+    assert out["served"] is True and out["stopped"] == "none" and not out["changed"]
+    assert host.signals() == []
+    assert (out["MainPID"], out["InvocationID"]) == (42, "inv1")
+
+
+def test_a_loading_run_is_stopped_at_once() -> None:
+    host = Host(active="activating", journal="Load weight begin\n")
+    out = stop(host)
+    assert out["served"] is False and out["changed"] and out["stopped"] == "SIGTERM"
+    assert host.signals() == ["SIGTERM"] and host.procs == []
+
+
+def test_a_process_that_ignores_sigterm_is_killed_with_its_cgroup() -> None:
+    host = Host(active="active", journal="Load weight begin\n", ignores_term=True)
+    out = stop(host)
+    assert out["stopped"] == "SIGKILL" and host.signals() == ["SIGTERM", "SIGKILL"]
+    kill = next(c for c in host.calls if "--signal=SIGKILL" in c)
+    assert "--kill-whom=all" in kill  # the whole cgroup, not the main process alone
+
+
+def test_nothing_running_is_left_alone() -> None:
+    for host in (Host(active="inactive", pid=0), Host(active="activating", pid=0)):
+        out = stop(host)  # stopped, or waiting to auto-restart after a crash
+        assert out["served"] is None and out["stopped"] == "none" and host.signals() == []
+
+
+def test_check_mode_says_it_would_stop_and_sends_nothing() -> None:
+    host = Host(active="activating")
+    out = stop(host, check_mode=True)
+    assert out["changed"] and out["served"] is False and host.signals() == []
