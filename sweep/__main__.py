@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
         "the point deploy.yml rolls out: a cell's winner, or a named point (JSON on stdin)",
     )
 
+    s = command("canary", "the canary's bench against the sweep's figures (JSON on stdin)")
+    s.add_argument("sweep_dir", type=Path)
+    s.add_argument("--archive", type=Path, required=True, help="the verification bench's archive")
+
     s = command("deployed", "record that a host now serves a sweep's point (JSON on stdin)")
     s.add_argument("sweep_dir", type=Path)
 
@@ -181,6 +185,26 @@ def _run(a: argparse.Namespace) -> int:
         from sweep import deploy
 
         print(json.dumps(deploy.choose(_stdin_json())))
+        return 0
+    if a.command == "canary":
+        from sweep import canary
+
+        inp = _stdin_json()
+        print(
+            json.dumps(
+                canary.check(
+                    a.sweep_dir,
+                    a.archive,
+                    str(inp["point"]),
+                    dict(inp["cell"]),
+                    str(inp.get("host_class") or ""),
+                    dict(inp.get("objective") or {}),
+                    float(inp.get("tolerance", canary.TOLERANCE)),
+                    float(inp.get("greedy_match_min", MATCH_MIN)),
+                    str(inp.get("unmeasured_ok")).lower() == "true",
+                )
+            )
+        )
         return 0
     if a.command == "deployed":
         from sweep import deploy

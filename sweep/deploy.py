@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweep import greedy, layout
+from sweep import canary, greedy, layout, workload
 from sweep import objectives as objectives_mod
 from sweep.decision import CELL_KEYS, winners
 from sweep.params import SweepInputError
@@ -100,15 +100,45 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
         raise SweepInputError(f"point={chosen}: not a complete point of the sweep ({complete})")
     _greedy_gate(chosen, verdicts.get(chosen), minimum)
     how = "named" if named else "winner"
-    return {
+    chosen_cell = {k: cell[k] for k in CELL_KEYS}
+    reps = _count(inp, "deploy_canary_repetitions", canary.REPETITIONS, minimum=1)
+    tolerance = _number(inp, "deploy_tolerance")
+    tolerance = canary.TOLERANCE if tolerance is None else tolerance
+    if not 0 <= tolerance < 1:
+        raise SweepInputError(f"deploy_tolerance={tolerance:g}: a share between 0 and 1")
+    bench = (layout.read_sweep(sweep_dir) or {}).get("bench") or {}
+    out = {
         "sweep": sweep_dir.name,
         "dir": str(sweep_dir),
         "point": chosen,
         "server": {"env": {}, **by_id[chosen].server},
-        "cell": {k: cell[k] for k in CELL_KEYS},
+        "cell": chosen_cell,
         "objective": obj.name,
+        # what the canary's check needs (playbooks/tasks/deploy_canary.yml, sweep/canary.py)
+        "objective_input": {
+            "objective": obj.name,
+            "slo_ttft_ms": obj.slo_ttft_ms,
+            "slo_tpot_ms": obj.slo_tpot_ms,
+        },
+        "canary_bench": canary.bench_for(bench, chosen_cell, reps),
+        "tolerance": tolerance,
+        "greedy_match_min": minimum,
         "summary": f"deploy {chosen} ({how}, cell {where}, objective {obj.name}) from {sweep_dir}",
     }
+    if isinstance(bench.get("dataset"), dict):
+        digest = str(bench["dataset"]["digest"])
+        out["dataset_file"] = str(sweep_dir.parent / workload.WORKLOADS / f"{digest}.jsonl")
+    return out
+
+
+def _count(inp: dict[str, Any], key: str, default: int, minimum: int) -> int:
+    value = _given(inp, key)
+    if value is None:
+        return default
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < minimum:
+        raise SweepInputError(f"{key}={value}: not an integer >= {minimum}")
+    return int(text)
 
 
 def _greedy_gate(point: str, verdict: greedy.Verdict | None, minimum: float) -> None:
@@ -129,8 +159,10 @@ def _greedy_gate(point: str, verdict: greedy.Verdict | None, minimum: float) -> 
 
 
 def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
-    """Appends one roll-out entry to <sweep>/deployments.jsonl (earlier lines are kept)."""
-    line = json.dumps({**entry, "deployed": time.time()}, sort_keys=True) + "\n"
+    """Appends one roll-out entry to <sweep>/deployments.jsonl (earlier lines are kept), with its
+    time (`time`, epoch seconds): a rollback's record minus its failure's is the time the host was
+    without the configuration it served."""
+    line = json.dumps({**entry, "time": time.time()}, sort_keys=True) + "\n"
     # One short write in append mode: hosts of one batch may record at the same time.
     with (sweep_dir / DEPLOYMENTS).open("a", encoding="utf-8") as f:
         f.write(line)

@@ -129,7 +129,7 @@ def test_archive_members_other_than_plain_files_inside_are_refused(
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(record.RecordError, match="refusing member"):
-        record._safe_extract(arc, dest)
+        record.extract(arc, dest)
     assert not any(dest.iterdir())  # refused before anything was extracted
     assert not (tmp_path / "escape.txt").exists()
     sweep = tmp_path / "s"
@@ -146,7 +146,7 @@ def test_extraction_takes_python_s_data_filter_modes(tmp_path: Path) -> None:
     arc = _tar_with(tmp_path, ("journal.log", b"ready\n", setuid))
     dest = tmp_path / "dest"
     dest.mkdir()
-    record._safe_extract(arc, dest)
+    record.extract(arc, dest)
     assert (dest / "journal.log").read_bytes() == b"ready\n"
     # no set-id bits, no write for group or others (tarfile's data filter)
     assert stat.S_IMODE((dest / "journal.log").stat().st_mode) == 0o755
