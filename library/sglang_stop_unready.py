@@ -113,19 +113,25 @@ def served(run: Run, state: UnitState, marker: str) -> bool:
     return rc == 0 and marker in out
 
 
+CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/systemd")
+
+
 def cgroup_pids(run: Run, unit: str) -> list[int]:
     """The processes of the unit's cgroup (empty once it is)."""
     rc, out, _ = run(["systemctl", "show", unit, "-p", "ControlGroup", "--value"])
     group = out.strip()
     if rc != 0 or not group:
         return []
-    try:
-        with open(f"/sys/fs/cgroup{group}/cgroup.procs", encoding="ascii") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:  # a hybrid or v1 hierarchy: fall back to the main process
-        rc, out, _ = run(["systemctl", "show", unit, "-p", "MainPID", "--value"])
-        pid = int(out.strip() or 0) if rc == 0 else 0
-        return [pid] if pid > 0 else []
+    # the unified hierarchy (v2), then systemd's own of a v1 or hybrid one
+    for root in CGROUP_ROOTS:
+        try:
+            with open(f"{root}{group}/cgroup.procs", encoding="ascii") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+    rc, out, _ = run(["systemctl", "show", unit, "-p", "MainPID", "--value"])
+    pid = int(out.strip() or 0) if rc == 0 else 0
+    return [pid] if pid > 0 else []
 
 
 def wait_empty(run: Run, unit: str, seconds: float, sleep: Callable[[float], None]) -> bool:

@@ -95,3 +95,19 @@ def test_check_mode_says_it_would_stop_and_sends_nothing() -> None:
     host = Host(active="activating")
     out = stop(host, check_mode=True)
     assert out["changed"] and out["served"] is False and host.signals() == []
+
+
+@pytest.mark.parametrize("hierarchy", ["unified", "v1"])
+def test_the_cgroup_is_read_on_either_hierarchy(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, hierarchy: str
+) -> None:
+    """cgroup v2 has the unit under /sys/fs/cgroup, a v1 or hybrid host (CI's podman hosts)
+    under /sys/fs/cgroup/systemd: every process is found on both, not only the main one."""
+    unified, v1 = tmp_path / "unified", tmp_path / "v1"
+    group = (unified if hierarchy == "unified" else v1) / "system.slice" / "sglang.service"
+    group.mkdir(parents=True)
+    (group / "cgroup.procs").write_text("42\n43\n44\n")
+    # a fresh copy of the module: the autouse fixture replaced this one's reader
+    real = load("sglang_stop_unready_real", ROOT / "library" / "sglang_stop_unready.py")
+    monkeypatch.setattr(real, "CGROUP_ROOTS", (str(unified), str(v1)))
+    assert real.cgroup_pids(Host().run, "sglang.service") == [42, 43, 44]
