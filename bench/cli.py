@@ -9,10 +9,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from bench.capacity import DEFAULT_MAX_TRIALS, DEFAULT_PRECISION, DEFAULT_SHARE, Search, Slo
 from bench.errors import BadArguments, BenchError
+from bench.metrics import MAX_SEND_LAG_MS
 from bench.prompt_sets import CATEGORIES
-from bench.workload import parse_int_list
+from bench.workload import parse_float, parse_float_list, parse_int_list
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,7 +28,59 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         help="prompt lengths in tokens, e.g. 512,8k,32k; natural: chat-shaped prompts as rendered",
     )
-    r.add_argument("--concurrency", required=True, help="requests in flight, e.g. 1,4,16,48")
+    r.add_argument(
+        "--concurrency",
+        help="closed-loop cells: requests kept in flight, e.g. 1,4,16,48 (this, --request-rate"
+        " or both)",
+    )
+    r.add_argument(
+        "--request-rate",
+        help="open-loop cells: requests sent per second on a seeded schedule, e.g. 1,2.5,10",
+    )
+    r.add_argument(
+        "--burstiness",
+        help="open loop: shape of the gamma-distributed gaps between sends (default 1: Poisson;"
+        " below 1 burstier, above 1 more regular)",
+    )
+    r.add_argument(
+        "--max-concurrency",
+        help="open loop: at most this many requests in flight; an arrival waits for a slot, and"
+        " that wait counts as send lag",
+    )
+    r.add_argument(
+        "--open-loop-seconds",
+        help="open loop: requests per cell = max(--min-requests, ceil(rate * this)) (default 60)",
+    )
+    r.add_argument(
+        "--max-send-lag-ms",
+        help="an open-loop cell whose p99 send lag is above this is recorded as invalid: the"
+        f" client fell behind its schedule (default {MAX_SEND_LAG_MS:g})",
+    )
+    r.add_argument(
+        "--capacity",
+        action="store_true",
+        help="search each cell's capacity: the highest open-loop rate meeting the SLO"
+        " (bench/capacity.py), on this server, every trial recorded as an open-loop cell",
+    )
+    r.add_argument("--slo-ttft-ms", help="capacity: the TTFT target of a good request")
+    r.add_argument("--slo-tpot-ms", help="capacity: the TPOT target of a good request")
+    r.add_argument(
+        "--slo-share",
+        help=f"capacity: the share of good requests a rate must reach (default {DEFAULT_SHARE:g},"
+        " goodput's attainment)",
+    )
+    r.add_argument("--capacity-start-rate", help="capacity: the first trial's rate (default 1)")
+    r.add_argument(
+        "--capacity-precision",
+        help=f"capacity: the bracket's relative width to stop at (default {DEFAULT_PRECISION:g})",
+    )
+    r.add_argument(
+        "--capacity-max-trials",
+        help=f"capacity: trials per search at most (default {DEFAULT_MAX_TRIALS})",
+    )
+    r.add_argument(
+        "--capacity-max-seconds", help="capacity: seconds per search at most (default 3600)"
+    )
     r.add_argument(
         "--output-len",
         default="256",
@@ -117,6 +172,86 @@ def _positive(name: str, v: float) -> None:
         raise BadArguments(f"{name} must be positive, got {v}")
 
 
+_CAPACITY = (
+    "capacity_start_rate",
+    "capacity_precision",
+    "capacity_max_trials",
+    "capacity_max_seconds",
+)
+_SLO = ("slo_ttft_ms", "slo_tpot_ms", "slo_share")
+
+
+def _capacity(a: argparse.Namespace) -> dict[str, Any]:
+    """RunConfig's capacity fields, each value checked and named; {} without --capacity."""
+    if not a.capacity:
+        for name in (*_SLO, *_CAPACITY):
+            if getattr(a, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise BadArguments(f"{flag} applies to a capacity search: give --capacity too")
+        return {}
+    slo = {
+        name[4:]: parse_float(getattr(a, name), "--" + name.replace("_", "-"))
+        for name in _SLO
+        if getattr(a, name) is not None
+    }
+    out: dict[str, Any] = {"slo": Slo(**slo)}
+    for name in _CAPACITY:
+        text = getattr(a, name)
+        if text is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name == "capacity_max_trials":
+            try:
+                out[name] = int(text)
+            except ValueError:
+                raise BadArguments(f"{flag} must be an integer, got {text!r}") from None
+        else:
+            out[name] = parse_float(text, flag)
+    # the search's own bounds, checked now rather than after the first cells
+    Search(
+        out.get("capacity_start_rate", 1.0),
+        out.get("capacity_precision", DEFAULT_PRECISION),
+        out.get("capacity_max_trials", DEFAULT_MAX_TRIALS),
+    )
+    return out
+
+
+def _open_loop(a: argparse.Namespace) -> dict[str, Any]:
+    """RunConfig's open-loop fields from the command line, each value checked and named."""
+    if a.concurrency is None and a.request_rate is None and not a.capacity:
+        raise BadArguments(
+            "give --concurrency (closed-loop cells), --request-rate (open-loop cells), --capacity"
+            " or several"
+        )
+    given = {
+        name: getattr(a, name)
+        for name in ("burstiness", "max_concurrency", "open_loop_seconds", "max_send_lag_ms")
+        if getattr(a, name) is not None
+    }
+    if a.request_rate is None and not a.capacity:
+        if given:
+            flag = "--" + next(iter(given)).replace("_", "-")
+            raise BadArguments(f"{flag} applies to open-loop cells: give --request-rate too")
+        return {}
+    out: dict[str, Any] = {
+        "request_rates": []
+        if a.request_rate is None
+        else parse_float_list(a.request_rate, "--request-rate")
+    }
+    for name, text in given.items():
+        flag = "--" + name.replace("_", "-")
+        if name == "max_concurrency":
+            try:
+                out[name] = int(text)
+            except ValueError:
+                raise BadArguments(f"{flag} must be a positive integer, got {text!r}") from None
+            if out[name] < 1:
+                raise BadArguments(f"{flag} must be a positive integer, got {text!r}")
+        else:
+            out[name] = parse_float(text, flag)
+    return out
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
     from bench.runner import RunConfig, run_benchmark
 
@@ -147,7 +282,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         url=a.url,
         out=a.out,
         contexts=parse_int_list(a.contexts, natural=True),
-        concurrencies=parse_int_list(a.concurrency),
+        concurrencies=[] if a.concurrency is None else parse_int_list(a.concurrency),
         output_lens=parse_int_list(a.output_len, natural=True),
         categories=[c.strip() for c in a.categories.split(",") if c.strip()],
         repetitions=a.repetitions,
@@ -168,6 +303,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         greedy_prompts=a.greedy_prompts,
         greedy_max_tokens=a.greedy_max_tokens,
         greedy_concurrency=a.greedy_concurrency,
+        **_open_loop(a),
+        **_capacity(a),
     )
     asyncio.run(run_benchmark(cfg))
     if a.archive:

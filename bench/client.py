@@ -1,7 +1,10 @@
-"""Streaming /generate client (aiohttp) and the closed-loop load generator of one cell.
+"""Streaming /generate client (aiohttp) and the load generators of one cell: closed loop (a
+fixed number of requests in flight) and open loop (requests sent on a schedule).
 
-Kept cheap per chunk: one perf_counter() at line arrival, one json.loads, two list appends.
-Everything else is computed after the cell by bench.metrics.
+Kept cheap per chunk: one perf_counter() at read arrival, a regex for the token count, two
+list appends. Kept cheap per open-loop send: bodies are encoded before the cell starts, and
+each arrival is a timer of the event loop that starts one task. Everything else is computed
+after the cell by bench.metrics.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -34,12 +38,12 @@ async def _on_body_sent(
 
 
 def make_session(
-    connections: int, request_timeout: float, idle_timeout: float
+    connections: int | None, request_timeout: float, idle_timeout: float
 ) -> aiohttp.ClientSession:
-    """One session for the whole run; the connection pool must not cap the concurrency."""
-    connector = aiohttp.TCPConnector(
-        limit=max(connections, 1) + 4, limit_per_host=0, ttl_dns_cache=300
-    )
+    """One session for the whole run; the connection pool must not cap the concurrency
+    (`connections` None: no limit, for open-loop cells without a cap)."""
+    limit = 0 if connections is None else max(connections, 1) + 4
+    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ttl_dns_cache=300)
     timeout = aiohttp.ClientTimeout(total=request_timeout, sock_read=idle_timeout)
     # aiohttp calls this right before it writes the request body to the socket: the moment a
     # request's clock starts (see stream_generate).
@@ -78,6 +82,10 @@ def generate_payload(
     return payload
 
 
+def encode(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
 def _finish_type(fr: Any) -> str | None:
     if isinstance(fr, dict):
         return str(fr.get("type")) if fr.get("type") is not None else None
@@ -90,15 +98,18 @@ async def stream_generate(
     headers: dict[str, str],
     payload: dict[str, Any],
     result: RequestResult,
+    body: bytes | None = None,
 ) -> None:
-    """Send one streaming /generate and fill `result`. Never raises for request failures."""
+    """Send one streaming /generate and fill `result` (`body`: the payload already encoded).
+    Never raises for request failures."""
     params = payload["sampling_params"]
     expected = params["max_new_tokens"]
     # without ignore_eos the model may end its turn before the cap: any length is complete
     natural = not params.get("ignore_eos")
     # Encoded before the clock starts: 32k input_ids take milliseconds to serialize, which
     # is client work, not server latency.
-    body = json.dumps(payload, separators=(",", ":")).encode()
+    if body is None:
+        body = encode(payload)
     headers = {**headers, "Content-Type": "application/json"}
     times = result.chunk_times
     counts = result.chunk_tokens
@@ -224,4 +235,90 @@ async def run_closed_loop(
                 on_change(finished, in_flight)
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(payloads)))))
+    return results, time.perf_counter() - t0, peak
+
+
+async def run_open_loop(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    payloads: list[dict[str, Any]],
+    offsets: Sequence[float],
+    max_concurrency: int | None = None,
+    on_change: Callable[[int, int], None] | None = None,
+) -> tuple[list[RequestResult], float, int]:
+    """Send payload i at `offsets[i]` seconds after the start, whatever is in flight.
+
+    Each send is due at start + its offset, an absolute time (a timer of the event loop), so
+    lateness never accumulates. `results[i].scheduled` is the offset and `results[i].start`
+    the actual send (when aiohttp writes the body), both from the start.
+
+    With `max_concurrency` N, an arrival that finds N requests in flight waits for a slot
+    (first come, first served) and is sent when one frees: that wait is part of its send lag,
+    so a server slower than the offered rate makes the cell invalid (bench.metrics), as a
+    client that falls behind does.
+
+    Returns (results in payload order, wall duration in seconds, most requests seen in flight);
+    `on_change(done, in_flight)` as in run_closed_loop.
+    """
+    if len(offsets) != len(payloads):
+        raise ValueError(f"{len(payloads)} payloads but {len(offsets)} send times")
+    results = [
+        RequestResult(index=i, rid=p.get("rid"), scheduled=off)
+        for i, (p, off) in enumerate(zip(payloads, offsets, strict=True))
+    ]
+    bodies = [encode(p) for p in payloads]
+    headers = {**headers, "Content-Type": "application/json"}
+    loop = asyncio.get_running_loop()
+    all_done: asyncio.Future[None] = loop.create_future()
+    waiting: deque[int] = deque()
+    tasks: set[asyncio.Task[None]] = set()
+    in_flight = peak = finished = 0
+
+    async def send(i: int) -> None:
+        nonlocal in_flight, finished
+        try:
+            await stream_generate(session, url, headers, payloads[i], results[i], bodies[i])
+        except BaseException as e:  # stream_generate raises only when cancelled
+            if not all_done.done():
+                all_done.set_exception(e)
+            raise
+        results[i].start -= t0
+        in_flight -= 1
+        finished += 1
+        if waiting:
+            launch(waiting.popleft())
+        if on_change:
+            on_change(finished, in_flight)
+        if finished == len(payloads) and not all_done.done():
+            all_done.set_result(None)
+
+    def launch(i: int) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        task = loop.create_task(send(i))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        if on_change:
+            on_change(finished, in_flight)
+
+    def arrive(i: int) -> None:
+        if max_concurrency and in_flight >= max_concurrency:
+            waiting.append(i)
+        else:
+            launch(i)
+
+    if not payloads:
+        return results, 0.0, 0
+    # perf_counter for the figures, the loop's clock for the timers: read together
+    t0, loop_t0 = time.perf_counter(), loop.time()
+    timers = [loop.call_at(loop_t0 + off, arrive, i) for i, off in enumerate(offsets)]
+    try:
+        await all_done
+    finally:
+        for timer in timers:
+            timer.cancel()
+        for task in list(tasks):
+            task.cancel()
     return results, time.perf_counter() - t0, peak

@@ -16,6 +16,14 @@ Definitions (TTFT, ITL, TPOT, throughput and concurrency as SGLang's own benchma
   /server_info's `avg_spec_accept_length`, which counts since start-up or the last /flush_cache
   and covers one DP rank only.
 - Repetitions: median and median absolute deviation (unscaled) across repetitions.
+- Open-loop cells (`open_loop_summary`; requests sent on a schedule, bench/arrivals.py): a
+  request's send lag is its actual send (the moment aiohttp writes its body) minus its
+  scheduled send, both offsets from the cell's start; the offered rate is the one asked for;
+  the achieved rate is (n - 1) / (last send - first send) over the actual sends of all n
+  requests, failed ones included (n - 1 gaps over their span: the same estimate for a schedule
+  and for what was sent, unbiased by where the cell's clock starts). A cell whose p99 send lag
+  exceeds `max_send_lag_ms` is invalid: the client fell behind its schedule, so the cell
+  measured the client, not the server. It is still recorded, with all its requests.
 - Per source (`by_source`: a chat-shaped cell mixes conversations of several domains or dataset
   sources, each request tagged with its own): the accept length as above over the source's
   requests, its TPOT and TTFT distributions, and its output tok/s PER REQUEST:
@@ -55,6 +63,7 @@ class RequestResult:
     finish_reason: str | None = None
     rid: str | None = None
     source: str = ""  # the prompt's domain or dataset tag (raw categories: the category)
+    scheduled: float | None = None  # open loop: when it was due, seconds from the cell's start
     # Seconds since request start of each token chunk, and the cumulative completion tokens
     # the server reported in it.
     chunk_times: list[float] = field(default_factory=list)
@@ -65,6 +74,7 @@ class RequestResult:
         d["itl"] = itl(self.chunk_times, self.chunk_tokens)
         d["tpot"] = tpot(self)
         d["accept_length"] = accept_length_of(self)
+        d["send_lag"] = send_lag(self)
         return d
 
 
@@ -87,6 +97,64 @@ def tpot(r: RequestResult) -> float | None:
     if not r.ok or r.latency is None or r.ttft is None or r.completion_tokens < 2:
         return None
     return (r.latency - r.ttft) / (r.completion_tokens - 1)
+
+
+def send_lag(r: RequestResult) -> float | None:
+    """Seconds an open-loop request was sent after it was due (None in a closed loop)."""
+    return None if r.scheduled is None else r.start - r.scheduled
+
+
+def arrival_rate(times: Sequence[float]) -> float | None:
+    """Arrivals per second: (n - 1) gaps over their span; None with fewer than 2 or no span."""
+    if len(times) < 2:
+        return None
+    span = max(times) - min(times)
+    return (len(times) - 1) / span if span > 0 else None
+
+
+# The default p99 send lag above which an open-loop cell is invalid. SGLang schedules a batch
+# per model step, 10-40 ms on a GPU with speculative decoding: a request a few milliseconds
+# late still joins nearly always the batch it was due for. It is also well above what the
+# client's own path costs (benchmarks/client_headroom.py), so it flags a client that is
+# overloaded, not one that is merely noisy.
+MAX_SEND_LAG_MS = 5.0
+
+
+def open_loop_summary(
+    results: Sequence[RequestResult],
+    request_rate: float,
+    burstiness: float,
+    max_concurrency: int | None,
+    max_send_lag_ms: float = MAX_SEND_LAG_MS,
+) -> dict[str, Any]:
+    """The open-loop figures of a cell (see the module docstring), merged into its summary."""
+    lags = distribution((lag for lag in map(send_lag, results) if lag is not None), 1000.0)
+    p99 = lags["p99"]
+    valid = p99 is not None and p99 <= max_send_lag_ms
+    reason = None
+    if not valid:
+        waited = (
+            f" (with max_concurrency {max_concurrency} this includes waiting for a free slot)"
+            if max_concurrency
+            else ""
+        )
+        reason = (
+            f"p99 send lag {p99:.2f} ms > max_send_lag_ms {max_send_lag_ms:g}: the client fell"
+            f" behind its schedule{waited}: it measured the client, not the server"
+            if p99 is not None
+            else "no request has a send lag"
+        )
+    return {
+        "request_rate": request_rate,
+        "burstiness": burstiness,
+        "max_concurrency": max_concurrency,
+        "scheduled_rate": arrival_rate([r.scheduled for r in results if r.scheduled is not None]),
+        "achieved_rate": arrival_rate([r.start for r in results]),
+        "send_lag_ms": lags,
+        "max_send_lag_ms": max_send_lag_ms,
+        "valid": valid,
+        "invalid_reason": reason,
+    }
 
 
 def accept_length_of(r: RequestResult) -> float | None:
@@ -243,6 +311,8 @@ def aggregate_repetitions(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]
     out: dict[str, Any] = {"repetitions": len(summaries)}
     out["failed"] = sum(s.get("failed", 0) for s in summaries)
     out["incomplete"] = sum(s.get("incomplete", 0) for s in summaries)
+    # open-loop repetitions whose client fell behind (closed-loop summaries have no `valid`)
+    out["invalid"] = sum(1 for s in summaries if s.get("valid") is False)
     heads = [headline(s) for s in summaries]
     for name in HEADLINE:
         vals = [v for v in (h[name] for h in heads) if v is not None]

@@ -24,6 +24,9 @@ RECORD_SUFFIX = ".json"
 REQUESTS_SUFFIX = ".requests.jsonl"
 PARAM_COLUMNS = ("cell_id", "point_id", "context", "concurrency", "output_len", "category")
 COUNT_COLUMNS = ("repetition", "requests", "completed", "failed", "incomplete")
+# open-loop cells (empty for closed-loop ones): their load, and whether the client kept to it
+OPEN_LOOP_COLUMNS = ("request_rate", "burstiness")
+OPEN_LOOP_FIGURES = ("achieved_rate", "send_lag_p99_ms", "valid", "invalid_reason")
 
 
 def write_atomic(path: Path, data: str) -> None:
@@ -119,6 +122,11 @@ def summary_row(rec: dict[str, Any]) -> dict[str, Any]:
     for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms"):
         for stat in ("p90", "p99"):
             row[f"{name[:-3]}_{stat}_ms"] = (s.get(name) or {}).get(stat)
+    row.update({k: cell.get(k) for k in OPEN_LOOP_COLUMNS})
+    row["achieved_rate"] = s.get("achieved_rate")
+    row["send_lag_p99_ms"] = (s.get("send_lag_ms") or {}).get("p99")
+    row["valid"] = s.get("valid")
+    row["invalid_reason"] = s.get("invalid_reason")
     return row
 
 
@@ -132,7 +140,8 @@ def write_summaries(out: Path) -> list[dict[str, Any]]:
         for n in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
         for s in ("p90", "p99")
     ]
-    cols = [*PARAM_COLUMNS, *COUNT_COLUMNS, *HEADLINE, *extra]
+    cols = [*PARAM_COLUMNS, *COUNT_COLUMNS, *HEADLINE, *extra, *OPEN_LOOP_COLUMNS]
+    cols += OPEN_LOOP_FIGURES
     write_atomic(out / "summary.csv", _csv(rows, cols))
     agg = aggregate_points(records)
     agg_cols = list(agg[0].keys()) if agg else ["point_id"]
@@ -146,7 +155,9 @@ def aggregate_points(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         pid = r["cell"]["point_id"]
         by_point.setdefault(pid, []).append(r["summary"])
-        params[pid] = {k: r["cell"].get(k) for k in PARAM_COLUMNS if k != "cell_id"}
+        params[pid] = {
+            k: r["cell"].get(k) for k in (*PARAM_COLUMNS, *OPEN_LOOP_COLUMNS) if k != "cell_id"
+        }
     return [
         {**params[pid], **aggregate_repetitions(sums)} for pid, sums in sorted(by_point.items())
     ]

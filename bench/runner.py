@@ -6,24 +6,26 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import platform
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import __version__, greedy, records
-from bench.client import generate_payload, make_session, run_closed_loop
+from bench import __version__, arrivals, greedy, records
+from bench.capacity import CAPACITY_FILE, DEFAULT_MAX_TRIALS, DEFAULT_PRECISION, Search, Slo, Trial
+from bench.client import generate_payload, make_session, run_closed_loop, run_open_loop
 from bench.conversation import Conversation
 from bench.errors import BadArguments, ContextTooLong, ServerError
-from bench.metrics import summarize
+from bench.metrics import MAX_SEND_LAG_MS, open_loop_summary, summarize
 from bench.progress import Progress
 from bench.prompt_sets import CHAT_CATEGORIES, Prompt, PromptBuilder, chat_pool
 from bench.server import Server, metrics_diff, redact
-from bench.workload import NATURAL, Cell, build_matrix
+from bench.workload import NATURAL, Cell, build_matrix, num_label, open_loop_requests
 
 RECORD_FORMAT = 1
 
@@ -33,7 +35,7 @@ class RunConfig:
     url: str
     out: Path
     contexts: list[int]
-    concurrencies: list[int]
+    concurrencies: list[int]  # closed-loop cells (may be empty beside request_rates)
     output_lens: list[int] = field(default_factory=lambda: [256])
     categories: list[str] = field(default_factory=lambda: ["random"])
     repetitions: int = 1
@@ -57,6 +59,19 @@ class RunConfig:
     greedy_prompts: int = 16
     greedy_max_tokens: int = 64
     greedy_concurrency: int = 1  # >1 only to measure the check's own noise floor
+    # open-loop cells (bench/workload.py): requests per second, the gaps' gamma shape, the cap
+    # on requests in flight, seconds of arrivals per cell, the p99 send lag of a valid cell
+    request_rates: list[float] = field(default_factory=list)
+    burstiness: float = 1.0
+    max_concurrency: int | None = None
+    open_loop_seconds: float = 60.0
+    max_send_lag_ms: float = MAX_SEND_LAG_MS
+    # capacity searches (bench/capacity.py): one per context x output x category x repetition
+    slo: Slo | None = None
+    capacity_start_rate: float = 1.0
+    capacity_precision: float = DEFAULT_PRECISION
+    capacity_max_trials: int = DEFAULT_MAX_TRIALS
+    capacity_max_seconds: float = 3600.0
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
@@ -124,12 +139,20 @@ def _short(s: dict[str, Any]) -> str:
         return "-" if v is None else f"{v:.1f}"
 
     al = s.get("accept_length")
-    return (
+    line = (
         f"{s['completed']}/{s['requests']} ok, {s['failed']} failed, {s['incomplete']} incomplete; "
         f"{s['output_throughput']:.1f} out tok/s; TTFT {med('ttft_ms')} ms, "
         f"TPOT {med('tpot_ms')} ms, ITL {med('itl_ms')} ms"
         + (f"; accept length {al:.3f}" if al else "")
     )
+    if "request_rate" in s:
+        achieved = s["achieved_rate"]
+        line += f"; {s['request_rate']:g} req/s offered, " + (
+            "- achieved" if achieved is None else f"{achieved:.2f} achieved"
+        )
+        if not s["valid"]:
+            line += f"; INVALID: {s['invalid_reason']}"
+    return line
 
 
 async def run_cell(
@@ -163,29 +186,51 @@ async def run_cell(
 
     measured = payloads(cell.warmup, cell.num_requests, "m")
 
+    # warm-up: closed loop, all at once (capped like the cell)
+    warm_width = (cell.max_concurrency or cell.warmup) if cell.open_loop else cell.concurrency
     warm, _, _ = (
         await run_closed_loop(
             server.session,
             url,
             server.headers,
             payloads(0, cell.warmup, "w"),
-            cell.concurrency,
+            warm_width,
         )
         if cell.warmup
         else ([], 0.0, 0)
     )
-    await server.open_connections(cell.concurrency)
+    # the connections the cell starts with; an open-loop cell without a cap opens more as
+    # needed (a connect to a local server costs a fraction of a millisecond of send lag)
+    await server.open_connections(
+        min(cell.num_requests, cell.max_concurrency or math.ceil(cell.request_rate or 0))
+        if cell.open_loop
+        else cell.concurrency
+    )
     before = await server.scrape_metrics()
     progress.start_cell(cell.cell_id, cell.num_requests)
     cpu0 = time.process_time()
-    results, duration, peak = await run_closed_loop(
-        server.session,
-        url,
-        server.headers,
-        measured,
-        cell.concurrency,
-        progress.update,
-    )
+    if cell.request_rate is not None:
+        offsets = arrivals.schedule(
+            cell.num_requests, cell.request_rate, cell.burstiness or 1.0, seed
+        )
+        results, duration, peak = await run_open_loop(
+            server.session,
+            url,
+            server.headers,
+            measured,
+            offsets,
+            cell.max_concurrency,
+            progress.update,
+        )
+    else:
+        results, duration, peak = await run_closed_loop(
+            server.session,
+            url,
+            server.headers,
+            measured,
+            cell.concurrency,
+            progress.update,
+        )
     after = await server.scrape_metrics()
     for r, p in zip(results, prompts[cell.warmup :], strict=True):
         r.source = p.source
@@ -194,6 +239,16 @@ async def run_cell(
     # client CPU seconds while measuring: near `duration_s` means the client was the limit
     summary["client_cpu_s"] = time.process_time() - cpu0
     summary["warmup_failed"] = sum(1 for r in warm if not r.ok)
+    if cell.request_rate is not None:
+        summary.update(
+            open_loop_summary(
+                results,
+                cell.request_rate,
+                cell.burstiness or 1.0,
+                cell.max_concurrency,
+                cfg.max_send_lag_ms,
+            )
+        )
     record = {
         "format": RECORD_FORMAT,
         "cell": cell.to_dict(),
@@ -214,6 +269,108 @@ async def run_cell(
     return record
 
 
+def capacity_templates(cfg: RunConfig) -> list[Cell]:
+    """One open-loop cell per capacity search, at the search's start rate."""
+    if cfg.slo is None:
+        return []
+    return build_matrix(
+        cfg.contexts,
+        [],
+        cfg.output_lens,
+        cfg.categories,
+        cfg.repetitions,
+        cfg.requests_per_slot,
+        cfg.min_requests,
+        cfg.warmup,
+        [cfg.capacity_start_rate],
+        cfg.burstiness,
+        cfg.max_concurrency,
+        cfg.open_loop_seconds,
+    )
+
+
+def capacity_id(template: Cell) -> str:
+    """The search's name: its cells' id with `capacity` for the rate."""
+    return template.cell_id.replace(f"-rate{num_label(template.request_rate or 0)}", "-capacity", 1)
+
+
+def _new_search(cfg: RunConfig) -> Search:
+    return Search(cfg.capacity_start_rate, cfg.capacity_precision, cfg.capacity_max_trials)
+
+
+def _judge(cfg: RunConfig, cell: Cell, summary: dict[str, Any]) -> Trial:
+    assert cfg.slo is not None and cell.request_rate is not None
+    valid = bool(summary.get("valid", True))
+    attained = cfg.slo.attainment(records.load_requests(cfg.out, cell.cell_id))
+    return Trial(
+        cell.request_rate, cell.cell_id, attained, valid and attained >= cfg.slo.share, valid
+    )
+
+
+def _replay(cfg: RunConfig, template: Cell, search: Search, fresh: set[str]) -> Cell | None:
+    """Advances `search` over the trials already recorded (all but `fresh` ones are rerun under
+    --redo); returns the first trial cell left to measure, None when the search is over."""
+    while (rate := search.next_rate()) is not None:
+        cell = replace(
+            template,
+            request_rate=rate,
+            num_requests=open_loop_requests(rate, cfg.open_loop_seconds, cfg.min_requests),
+        )
+        redo = cfg.redo and cell.cell_id not in fresh
+        if redo or not records.is_done(cfg.out, cell.cell_id, cfg.redo_failed):
+            return cell
+        recorded = json.loads(records.record_path(cfg.out, cell.cell_id).read_text())
+        search.add(_judge(cfg, cell, recorded["summary"]))
+    return None
+
+
+def _replayed(cfg: RunConfig, template: Cell) -> Search:
+    search = _new_search(cfg)
+    _replay(cfg, template, search, set())
+    return search
+
+
+def _result(cfg: RunConfig, template: Cell, search: Search) -> dict[str, Any]:
+    assert cfg.slo is not None
+    return {"capacity_id": capacity_id(template), "slo": cfg.slo.to_dict(), **search.result()}
+
+
+async def run_capacity(
+    server: Server,
+    builder: PromptBuilder,
+    cfg: RunConfig,
+    progress: Progress,
+    templates: list[Cell],
+) -> list[dict[str, Any]]:
+    """Every capacity search to its end; capacity.json in `cfg.out` after each trial."""
+    assert cfg.slo is not None
+    done: list[dict[str, Any]] = []
+    for template in templates:
+        search = _new_search(cfg)
+        fresh: set[str] = set()
+        start = time.monotonic()
+        while (cell := _replay(cfg, template, search, fresh)) is not None:
+            if time.monotonic() - start > cfg.capacity_max_seconds:
+                search.stopped = f"stopped at the bound of {cfg.capacity_max_seconds:g} s"
+                break
+            # a search's trials are known one at a time
+            progress.total_cells += 1
+            progress.total_requests += cell.num_requests
+            record = await run_cell(
+                server, builder, cell, cfg, progress, await server.server_info()
+            )
+            fresh.add(cell.cell_id)
+            search.add(_judge(cfg, cell, record["summary"]))
+            records.write_summaries(cfg.out)
+        result = _result(cfg, template, search)
+        done.append(result)
+        progress.log(
+            f"{result['capacity_id']}: capacity {result['capacity']} req/s; {result['reason']}"
+        )
+        records.write_json(cfg.out / CAPACITY_FILE, done)
+    return done
+
+
 def requests_digest(payloads: list[dict[str, Any]]) -> str:
     h = hashlib.sha256()
     for p in payloads:
@@ -229,15 +386,23 @@ def greedy_pool(cfg: RunConfig) -> list[Conversation]:
 
 async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
     """Run every cell not yet recorded (all with `redo`); returns the records written."""
-    cells = build_matrix(
-        cfg.contexts,
-        cfg.concurrencies,
-        cfg.output_lens,
-        cfg.categories,
-        cfg.repetitions,
-        cfg.requests_per_slot,
-        cfg.min_requests,
-        cfg.warmup,
+    cells = (
+        []
+        if cfg.slo is not None and not cfg.concurrencies and not cfg.request_rates
+        else build_matrix(
+            cfg.contexts,
+            cfg.concurrencies,
+            cfg.output_lens,
+            cfg.categories,
+            cfg.repetitions,
+            cfg.requests_per_slot,
+            cfg.min_requests,
+            cfg.warmup,
+            cfg.request_rates,
+            cfg.burstiness,
+            cfg.max_concurrency,
+            cfg.open_loop_seconds,
+        )
     )
     cfg.out.mkdir(parents=True, exist_ok=True)
     if "dataset" in cfg.categories and not cfg.dataset:
@@ -257,14 +422,26 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
     greedy_due = greedy_params is not None and (
         cfg.redo or not greedy.is_done(cfg.out, greedy_params)
     )
-    if not pending and not greedy_due:  # nothing to measure: do not touch the server at all
+    templates = capacity_templates(cfg)
+    capacity_due = any(_replay(cfg, t, _new_search(cfg), set()) is not None for t in templates)
+    if not pending and not greedy_due and not capacity_due:
+        # nothing to measure: do not touch the server at all; the recorded trials of a capacity
+        # search are judged against this run's SLO
+        if templates:
+            records.write_json(
+                cfg.out / CAPACITY_FILE,
+                [_result(cfg, t, _replayed(cfg, t)) for t in templates],
+            )
         for cell in cells:
             progress.skip(cell.cell_id, cell.num_requests)
         records.write_summaries(cfg.out)
         progress.finish()
         return written
+    # an open-loop cell without a cap may have any number in flight: no pool limit then
+    widest = max(c.concurrency for c in [*cells, *templates])
+    uncapped = any(c.open_loop and not c.max_concurrency for c in [*cells, *templates])
     async with make_session(
-        max(cfg.concurrencies), cfg.request_timeout, cfg.idle_timeout
+        None if uncapped else widest, cfg.request_timeout, cfg.idle_timeout
     ) as session:
         server = Server(session, cfg.url, cfg.api_key)
         await preflight(server, cfg)
@@ -283,6 +460,8 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
             cell_info = await server.server_info()
             written.append(await run_cell(server, builder, cell, cfg, progress, cell_info))
             records.write_summaries(cfg.out)
+        if templates:
+            await run_capacity(server, builder, cfg, progress, templates)
         if greedy_due:
             await server.flush_cache()
             await greedy.run(

@@ -1,13 +1,21 @@
-"""The workload matrix: context length x concurrency x output length x category x repetition.
+"""The workload matrix: context length x load x output length x category x repetition.
 
 A context or output length of 0 is `natural`: a chat-shaped prompt as its template renders it,
 an output that ends where the model ends its turn (capped by the request's own max_tokens).
+
+The load of a cell is either closed-loop, `concurrency` requests kept in flight (id
+`...-c8-...`), or open-loop, requests sent at `request_rate` per second on a seeded schedule
+(bench/arrivals.py; id `...-rate2.5-...`, with `-b<burstiness>` when it is not 1 and
+`-mc<N>` under a cap of N in flight). `--concurrency` gives closed-loop cells and
+`--request-rate` open-loop ones; a run may have both. In an open-loop cell `concurrency` is the
+cap on requests in flight, 0 for none.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from dataclasses import asdict, dataclass
 
 from bench.errors import BadArguments
@@ -25,12 +33,32 @@ class Cell:
     repetition: int
     num_requests: int
     warmup: int
+    request_rate: float | None = None  # open loop: requests per second; None: closed loop
+    burstiness: float | None = None  # open loop: shape of the gamma gaps (1: Poisson)
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate is not None
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """Open loop: the cap on requests in flight, None for none."""
+        return (self.concurrency or None) if self.open_loop else None
+
+    @property
+    def load_label(self) -> str:
+        if self.request_rate is None:
+            return f"c{self.concurrency}"
+        label = f"rate{num_label(self.request_rate)}"
+        if self.burstiness is not None and self.burstiness != 1.0:
+            label += f"-b{num_label(self.burstiness)}"
+        return label + (f"-mc{self.concurrency}" if self.concurrency else "")
 
     @property
     def point_id(self) -> str:
         """The cell's measurement point, the same for all its repetitions."""
         return (
-            f"ctx{size_label(self.context)}-c{self.concurrency}-out{size_label(self.output_len)}"
+            f"ctx{size_label(self.context)}-{self.load_label}-out{size_label(self.output_len)}"
             f"-{self.category}"
         )
 
@@ -52,6 +80,11 @@ def requests_for(concurrency: int, per_slot: int, minimum: int) -> int:
     return max(minimum, concurrency * per_slot)
 
 
+def open_loop_requests(rate: float, seconds: float, minimum: int) -> int:
+    """Requests of an open-loop cell: `seconds` of arrivals at `rate`, at least `minimum`."""
+    return max(minimum, math.ceil(rate * seconds))
+
+
 def build_matrix(
     contexts: list[int],
     concurrencies: list[int],
@@ -61,17 +94,34 @@ def build_matrix(
     per_slot: int = 4,
     min_requests: int = 8,
     warmup: int = 1,
+    request_rates: list[float] | None = None,
+    burstiness: float = 1.0,
+    max_concurrency: int | None = None,
+    open_loop_seconds: float = 60.0,
 ) -> list[Cell]:
-    """Cells in run order: repetitions outermost, so an interrupted run has whole sweeps."""
+    """Cells in run order: repetitions outermost, so an interrupted run has whole sweeps.
+    Per context, the closed-loop cells (`concurrencies`) come first, then the open-loop ones
+    (`request_rates`)."""
+    rates = request_rates or []
+    if not concurrencies and not rates:
+        raise BadArguments("give --concurrency (closed loop), --request-rate (open loop) or both")
     for name, values, natural in (
         ("--contexts", contexts, True),
-        ("--concurrency", concurrencies, False),
+        ("--concurrency", concurrencies or [1], False),  # may be empty beside request rates
         ("--output-len", output_lens, True),
     ):
         least = NATURAL if natural else 1
         if not values or any(v < least for v in values):
             what = "positive integers or natural" if natural else "positive integers"
             raise BadArguments(f"{name} needs {what}, got {values}")
+    for name, value in [
+        *(("--request-rate", r) for r in rates),
+        ("--burstiness", burstiness),
+        ("--open-loop-seconds", open_loop_seconds),
+    ]:
+        check_positive(name, value)
+    if max_concurrency is not None and max_concurrency < 1:
+        raise BadArguments(f"--max-concurrency must be a positive integer, got {max_concurrency}")
     bad = [c for c in categories if c not in CATEGORIES]
     if not categories or bad:
         raise BadArguments(f"--categories must be among {', '.join(CATEGORIES)}; got {bad}")
@@ -83,6 +133,19 @@ def build_matrix(
         )
     if repetitions < 1 or per_slot < 1 or min_requests < 1 or warmup < 0:
         raise BadArguments("--repetitions, --requests-per-slot, --min-requests must be >= 1")
+    # (concurrency, requests, rate, burstiness) of each load
+    loads: list[tuple[int, int, float | None, float | None]] = [
+        (c, requests_for(c, per_slot, min_requests), None, None) for c in concurrencies
+    ]
+    loads += [
+        (
+            max_concurrency or 0,
+            open_loop_requests(r, open_loop_seconds, min_requests),
+            float(r),
+            float(burstiness),
+        )
+        for r in rates
+    ]
     return [
         Cell(
             context=ctx,
@@ -90,17 +153,48 @@ def build_matrix(
             output_len=out,
             category=cat,
             repetition=rep,
-            num_requests=requests_for(conc, per_slot, min_requests),
+            num_requests=n,
             warmup=warmup,
+            request_rate=rate,
+            burstiness=shape,
         )
-        for rep, cat, ctx, conc, out in itertools.product(
-            range(repetitions), categories, contexts, concurrencies, output_lens
+        for rep, cat, ctx, (conc, n, rate, shape), out in itertools.product(
+            range(repetitions), categories, contexts, loads, output_lens
         )
     ]
 
 
 def size_label(n: int) -> str:
     return "natural" if n == NATURAL else str(n)
+
+
+def num_label(x: float) -> str:
+    """A rate or shape in a cell id: the shortest form that reads back as the same float."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def check_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise BadArguments(f"{name} must be a positive number, got {value!r}")
+
+
+def parse_float(text: str, name: str) -> float:
+    """A positive finite number given on the command line; BadArguments naming it otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadArguments(f"{name} must be a positive number, got {text!r}") from None
+    check_positive(name, value)
+    return value
+
+
+def parse_float_list(text: str, name: str) -> list[float]:
+    """ "1,2.5,10" -> [1.0, 2.5, 10.0]: positive finite numbers, each named when it is not."""
+    values = [parse_float(part.strip(), name) for part in text.split(",") if part.strip()]
+    if not values:
+        raise BadArguments(f"{name} needs positive numbers, got {text!r}")
+    return values
 
 
 def parse_int_list(text: str, natural: bool = False) -> list[int]:

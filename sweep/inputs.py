@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
 from bench.workload import NATURAL
-from sweep import greedy, workload
+from sweep import greedy, load, workload
 from sweep.params import (
     SweepInputError,
     absent,
@@ -49,7 +49,7 @@ SWEEP_DEFAULTS: dict[str, Any] = {
 }
 
 
-SEARCHES = ("grid", "halving", "descent")
+SEARCHES = ("grid", "halving", "descent", "model")
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -68,6 +68,9 @@ def bench_params(
     out: dict[str, Any] = {}
     for key in BENCH_LIST_KEYS:
         raw = pick(key)
+        if key == "concurrency" and absent(cli.get(key)) and load.open_loop_only(cli):
+            out[key] = []
+            continue
         if dataset is not None and key != "concurrency" and absent(cli.get(key)):
             raw = "natural"  # a dataset is measured as its users send it, unless told otherwise
         values = int_list(key, raw, natural=key != "concurrency")
@@ -107,6 +110,7 @@ def bench_params(
         else positive_int("greedy_prompts", prompts or 16),
         "max_tokens": positive_int("greedy_max_tokens", pick("greedy_max_tokens") or 64),
     }
+    out.update(load.params(cli, str(cli.get("objective") or "throughput")))
     if dataset is not None:
         try:
             workload.check_contexts(dataset, out["contexts"])
@@ -226,6 +230,11 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
     search_name = str(cli.get("search") or "grid")
     if search_name not in SEARCHES:
         raise SweepInputError(f"search={search_name}: choose one of {', '.join(SEARCHES)}")
+    if search_name != "grid" and objective["objective"] == load.CAPACITY_OBJECTIVE:
+        raise SweepInputError(
+            f"objective=capacity with search={search_name}: a search ranks points cell by cell, "
+            "capacity ranks whole capacity searches; use search=grid"
+        )
     if search_name != "grid":
         from sweep import objectives, search_rounds
 

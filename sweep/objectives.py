@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.capacity import Slo
 from bench.records import load_requests
 from sweep.stats import observations, summary_value
 
@@ -29,15 +30,8 @@ DEFAULT = "throughput"
 
 
 def meets_slo(request: dict[str, Any], slo_ttft_ms: float, slo_tpot_ms: float) -> bool:
-    """Whether one request of a requests.jsonl is good: successful, TTFT and TPOT within."""
-    ttft, tpot = request.get("ttft"), request.get("tpot")
-    if request.get("ok") is not True or not isinstance(ttft, (int, float)):
-        return False
-    if ttft * 1000.0 > slo_ttft_ms:
-        return False
-    if tpot is None:
-        return int(request.get("completion_tokens") or 0) < 2
-    return isinstance(tpot, (int, float)) and tpot * 1000.0 <= slo_tpot_ms
+    """Whether one request of a requests.jsonl is good (the bench's rule, bench/capacity.py)."""
+    return Slo(slo_ttft_ms, slo_tpot_ms).good(request)
 
 
 def goodput(

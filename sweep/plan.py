@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep import claims, layout, store, workload
+from sweep import claims, layout, load, store, workload
 from sweep.inputs import read_inputs
 from sweep.params import SweepInputError
 from sweep.points import Point, pin_baselines, same_servers
@@ -120,6 +120,7 @@ class Plan:
             "name": self.name,
             "dir": str(self.sweep_dir),
             "bench": self.bench,
+            "bench_args": load.bench_args(self.bench),
             "stop_on_failure": self.stop_on_failure,
             "run_started": self.run_started,
             "total": len(self.points),
@@ -256,17 +257,20 @@ def _search_plan(
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
     measured = search_rounds.measurements(searched, sweep_dir, strat, objective, since)
+    warm = _warm_starts(inp, strat.name, sweep_dir, bench, searched, objective)
     try:
-        state = search_rounds.replay(searched, measured, strat)
+        state = search_rounds.replay(searched, measured, strat, warm)
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
+    # warm starts not copied into the sweep yet: planned with the round, so found and copied
+    adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     stopped = search_rounds.stopped(sweep_dir, strat.levels, since)
     info = search_rounds.search_info(sweep_dir, strat, since, state, stopped, objective)
     last = strat.last_level
     if state.pending and not stopped:
         screening = [r for r in state.pending if not r.run_on]
         lv = screening[0].level
-        todo = [r.point for r in screening] + (baseline if lv == last else [])
+        todo = [r.point for r in screening] + (baseline + adopt if lv == last else [])
         plan = _level_plan(
             inp,
             search_rounds.level_name(sweep_dir.name, lv, strat.levels),
@@ -279,6 +283,7 @@ def _search_plan(
             plan.run_on = _level_plan(inp, sweep_dir.name, sweep_dir, bench, may_run_on + baseline)
     else:
         finals = [r.point for rnd in state.rounds for r in rnd.runs if r.level == last]
+        finals += [p for p in adopt if p not in finals]
         final_ids = {p.point_id for p in finals}
         finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
         plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
@@ -287,6 +292,30 @@ def _search_plan(
     plan.search = info
     plan.search_file = sweep_dir / search_rounds.SEARCH_FILE
     return plan
+
+
+def _warm_starts(
+    inp: _LevelInput,
+    name: str,
+    sweep_dir: Path,
+    bench: dict[str, Any],
+    searched: list[Point],
+    objective: Any,
+) -> list[Any]:
+    """The model search's warm starts (search_rounds.warm_starts): the points measured before
+    under the same identity, copied into the sweep or found in the store (not with fresh)."""
+    from sweep import search_rounds
+
+    if name != "model":
+        return []
+    found: dict[str, Path] = {}
+    if not inp.fresh:
+        identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
+        for pid, ident in identities.items():
+            hit = store.lookup(sweep_dir.parent, ident["digest"])
+            if hit is not None and hit != sweep_dir / pid:
+                found[pid] = hit
+    return search_rounds.warm_starts(searched, sweep_dir, objective, found)
 
 
 def record_run(plan: Plan) -> None:

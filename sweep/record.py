@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.capacity import CAPACITY_FILE
 from bench.records import write_json
 from sweep import greedy, layout, store
 
@@ -91,7 +92,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         cells = sorted(
             p.name[: -len(".json")]
             for p in (staging / RECORDS).glob("*.json")
-            if p.name != greedy.GREEDY_FILE
+            if p.name not in (greedy.GREEDY_FILE, CAPACITY_FILE)
         )
         if not cells:
             raise RecordError(f"point {pid}: the archive from the host holds no bench records")

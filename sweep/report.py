@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_atomic
-from sweep import greedy, layout, render, sources
+from sweep import capacity, greedy, layout, render, sources
 from sweep import objectives as objectives_mod
 from sweep.decision import winners
-from sweep.results import PointResult, load_points, rows, twins
+from sweep.load import CAPACITY_OBJECTIVE
+from sweep.results import PointResult, baseline_of, load_points, rows, twins
 from sweep.search_rounds import SEARCH_FILE, full_benches
 
 
@@ -46,7 +47,11 @@ def write_report(
 ) -> dict[str, Any]:
     """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective, SLO
     (sweep.objectives.make) or greedy_match_min before anything is written."""
-    obj = objectives_mod.make(objective, slo_ttft_ms, slo_tpot_ms)
+    # capacity ranks whole capacity searches (sweep/capacity.py); the cells keep the default's
+    by_capacity = objective == CAPACITY_OBJECTIVE
+    obj = objectives_mod.make(
+        objectives_mod.DEFAULT if by_capacity else objective, slo_ttft_ms, slo_tpot_ms
+    )
     greedy_match_min = greedy.check_minimum(greedy_match_min)
     search = layout.read_json(sweep_dir / SEARCH_FILE)
     points = load_points(sweep_dir, obj)
@@ -77,6 +82,12 @@ def write_report(
         greedy_match_min,
         search,
     )
+    load_md, load_best, load_plots = capacity.section(
+        sweep_dir, points, baseline_of(points), refused | set(twins(points)), with_plots
+    )
+    if load_md:
+        md = md.rstrip("\n") + "\n\n" + "\n".join(load_md)
+    plots += load_plots
     write_atomic(sweep_dir / "report.md", md)
     return {
         "report": str(sweep_dir / "report.md"),
@@ -92,8 +103,10 @@ def write_report(
             if search and not search.get("done")
             else []
         ),
-        "objective": obj.name,
-        "best": [render.best_line(c, obj) for c in cells]
+        "objective": objective if by_capacity else obj.name,
+        "best": (load_best if by_capacity else [])
+        + [render.best_line(c, obj) for c in cells]
+        + ([] if by_capacity else load_best)
         + [f"{p}: greedy-output check REFUSED: {verdicts[p].figures()}" for p in sorted(refused)]
         + render.search_summary(search),
         "cells": cells,

@@ -144,20 +144,34 @@ def _cell_row(
     }
 
 
+def baseline_of(points: list[PointResult]) -> dict[str, str]:
+    """Each point's baseline (a complete one): hosts of several hardware classes have a baseline
+    each (points.pin_baselines, ids baseline-<class>), and a point is compared with its own
+    class's only."""
+    bases = [p for p in points if p.baseline and p.status == "complete"]
+    per_class = any(p.baseline and p.point_id != "baseline" for p in points)
+    by_class = {b.meta.get("host_class"): b for b in bases}
+    out = {}
+    for p in points:
+        base = (
+            by_class.get(p.meta.get("host_class")) if per_class else (bases[0] if bases else None)
+        )
+        if base is not None:
+            out[p.point_id] = base.point_id
+    return out
+
+
 def rows(
     points: list[PointResult], objective: str = objectives_mod.DEFAULT
 ) -> list[dict[str, Any]]:
     """One row per point x bench cell (one per point without cells): medians across
     repetitions as before, plus the means and intervals of sweep.stats and the objective's."""
-    bases = [p for p in points if p.baseline and p.status == "complete"]
-    # Hosts of several hardware classes have a baseline each (points.pin_baselines, ids
-    # baseline-<class>): a point is compared with its own class's only.
     per_class = any(p.baseline and p.point_id != "baseline" for p in points)
-    by_class = {b.meta.get("host_class"): b for b in bases}
+    base_ids = baseline_of(points)
+    by_id = {p.point_id: p for p in points}
     out = []
     for p in points:
-        own = by_class.get(p.meta.get("host_class"))
-        base = own if per_class else (bases[0] if bases else None)
+        base = by_id[base_ids[p.point_id]] if p.point_id in base_ids else None
         base_cells = {c["point_id"]: c for c in base.cells} if base else {}
         speed = {r["point_id"]: r for r in compare(base.cells, p.cells)} if base else {}
         common = {

@@ -19,6 +19,18 @@ def _free_port() -> int:
         (["--categories", "poetry"], "--categories"),
         (["--url", "localhost:1"], "--url must start"),
         (["--request-timeout", "0"], "--request-timeout"),
+        (["--request-rate", "2,0"], "--request-rate must be a positive number, got 0.0"),
+        (["--request-rate", "-1"], "--request-rate must be a positive number, got -1.0"),
+        (["--request-rate", "fast"], "--request-rate must be a positive number, got 'fast'"),
+        (["--request-rate", "inf"], "--request-rate must be a positive number, got inf"),
+        (["--request-rate", "1", "--burstiness", "0"], "--burstiness must be a positive"),
+        (["--request-rate", "1", "--burstiness", "x"], "--burstiness must be a positive number"),
+        (["--request-rate", "1", "--max-concurrency", "0"], "--max-concurrency must be a pos"),
+        (["--request-rate", "1", "--max-concurrency", "2.5"], "got '2.5'"),
+        (["--request-rate", "1", "--max-send-lag-ms", "-5"], "--max-send-lag-ms must be"),
+        (["--request-rate", "1", "--open-loop-seconds", "0"], "--open-loop-seconds must be"),
+        (["--max-concurrency", "4"], "--max-concurrency applies to open-loop cells"),
+        (["--burstiness", "2"], "--burstiness applies to open-loop cells"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(tmp_path, capsys, extra, message):
@@ -37,6 +49,14 @@ def test_bad_arguments_exit_2_with_a_clear_message(tmp_path, capsys, extra, mess
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_run_needs_concurrency_or_a_request_rate(tmp_path, capsys):
+    out = tmp_path / "o"
+    args = ["run", "--url", "http://127.0.0.1:1", "--contexts", "512", "--out", str(out)]
+    assert main(args) == 2
+    assert "give --concurrency (closed-loop cells), --request-rate" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_unreachable_server_is_reported_before_any_output(tmp_path, capsys):

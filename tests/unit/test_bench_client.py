@@ -2,13 +2,23 @@
 
 import asyncio
 import json
+import time
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bench.client import generate_payload, make_session, run_closed_loop, stream_generate
-from bench.metrics import RequestResult
+import bench.client
+from bench.client import (
+    generate_payload,
+    make_session,
+    run_closed_loop,
+    run_open_loop,
+    stream_generate,
+)
+from bench.metrics import RequestResult, open_loop_summary, send_lag
+
+IN_FLIGHT = {"now": 0, "peak": 0}  # requests the fake server is answering
 
 
 def _chunk(ct: int, finish=None, **meta) -> bytes:
@@ -24,6 +34,12 @@ async def _generate(request: web.Request) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
     n = body["sampling_params"]["max_new_tokens"]
+    if mode == "slow":  # answers after 0.2 s, counting what it serves at once
+        IN_FLIGHT["now"] += 1
+        IN_FLIGHT["peak"] = max(IN_FLIGHT["peak"], IN_FLIGHT["now"])
+        await asyncio.sleep(0.2)
+        IN_FLIGHT["now"] -= 1
+        mode = "ok"
     if mode == "ok":
         # one token, then chunks of 2 tokens (like a 2-token accept length)
         await resp.write(_chunk(1))
@@ -123,3 +139,96 @@ async def test_closed_loop_keeps_concurrency_and_order(fake_url):
     assert all(r.ok for r in results)
     assert peak == 4 and max(seen) == 4
     assert duration > 0
+
+
+def _slow_payloads(n: int) -> list[dict]:
+    return [generate_payload({"text": "a"}, 3, 0.0, "slow") for _ in range(n)]
+
+
+async def test_open_loop_sends_on_schedule_whatever_is_in_flight(fake_url):
+    offsets = [i * 0.02 for i in range(15)]
+    IN_FLIGHT.update(now=0, peak=0)
+    async with make_session(None, 30, 10) as s:
+        results, duration, peak = await run_open_loop(s, fake_url, {}, _slow_payloads(15), offsets)
+    assert all(r.ok for r in results) and [r.index for r in results] == list(range(15))
+    assert [r.scheduled for r in results] == offsets
+    # each answer takes 0.2 s and a request is due every 20 ms: about 10 in flight, not 1
+    assert peak >= 8 and IN_FLIGHT["peak"] >= 8
+    lags = [send_lag(r) for r in results]
+    assert all(lag is not None and -0.001 <= lag < 0.1 for lag in lags), lags
+    assert duration >= offsets[-1] + 0.2
+
+
+async def test_max_concurrency_caps_in_flight_and_the_wait_is_send_lag(fake_url):
+    seen: list[int] = []
+    IN_FLIGHT.update(now=0, peak=0)
+    async with make_session(None, 30, 10) as s:
+        results, _, peak = await run_open_loop(
+            s, fake_url, {}, _slow_payloads(9), [0.0] * 9, 3, lambda d, f: seen.append(f)
+        )
+    assert all(r.ok for r in results)
+    assert peak == 3 and max(seen) == 3 and IN_FLIGHT["peak"] == 3
+    # three waves: the last three waited for two answers of 0.2 s each
+    lags = sorted(send_lag(r) or 0.0 for r in results)
+    assert lags[-1] >= 0.38 and lags[0] < 0.1
+    summary = open_loop_summary(results, 50.0, 1.0, 3)
+    assert not summary["valid"] and "max_concurrency 3" in summary["invalid_reason"]
+
+
+async def _fake_send(session, url, headers, payload, result, body=None, block_s=0.0):
+    """Sends nothing: marks the request sent now, after blocking the loop for `block_s`."""
+    if block_s:
+        time.sleep(block_s)  # a client whose send path costs CPU
+    result.start = time.perf_counter()
+    result.ok = True
+
+
+async def test_the_schedule_is_absolute_a_stall_is_not_carried_forward(monkeypatch):
+    monkeypatch.setattr(bench.client, "stream_generate", _fake_send)
+    stalled = []
+
+    def stall_once(done: int, in_flight: int) -> None:
+        if not stalled:
+            stalled.append(True)
+            time.sleep(0.08)  # the loop is blocked through the next 8 arrivals
+
+    offsets = [i * 0.01 for i in range(30)]
+    payloads = [generate_payload({"text": "a"}, 3, 0.0, None) for _ in offsets]
+    results, _, _ = await run_open_loop(None, "", {}, payloads, offsets, None, stall_once)
+    lags = [send_lag(r) or 0.0 for r in results]
+    assert max(lags[:8]) >= 0.05  # the stalled ones were late ...
+    assert max(lags[15:]) < 0.03  # ... and the later ones on time again, not 80 ms late each
+
+
+async def test_a_slow_client_makes_the_cell_invalid_with_the_reason(monkeypatch):
+    async def slow(*args, **kw):
+        await _fake_send(*args, **kw, block_s=0.006)
+
+    monkeypatch.setattr(bench.client, "stream_generate", slow)
+    offsets = [i * 0.002 for i in range(100)]  # 500 requests/s, each costing 6 ms
+    payloads = [generate_payload({"text": "a"}, 3, 0.0, None) for _ in offsets]
+    results, _, _ = await run_open_loop(None, "", {}, payloads, offsets)
+    s = open_loop_summary(results, 500.0, 1.0, None, max_send_lag_ms=5.0)
+    assert s["valid"] is False
+    assert s["send_lag_ms"]["p99"] > 5.0
+    assert "fell behind its schedule" in s["invalid_reason"]
+    assert "measured the client, not the server" in s["invalid_reason"]
+    assert s["achieved_rate"] < 250  # the client sent about one per 6 ms
+    assert len(results) == 100 and all(r.ok for r in results)
+
+
+async def test_a_fast_client_keeps_its_schedule(monkeypatch):
+    monkeypatch.setattr(bench.client, "stream_generate", _fake_send)
+    offsets = [i * 0.005 for i in range(60)]
+    payloads = [generate_payload({"text": "a"}, 3, 0.0, None) for _ in offsets]
+    results, _, _ = await run_open_loop(None, "", {}, payloads, offsets)
+    # a generous bound: this is a unit test beside other load, not a timing test
+    s = open_loop_summary(results, 200.0, 1.0, None, max_send_lag_ms=30.0)
+    assert s["valid"] and s["invalid_reason"] is None
+    assert s["scheduled_rate"] == pytest.approx(200.0)
+    assert s["achieved_rate"] == pytest.approx(200.0, rel=0.1)
+
+
+async def test_open_loop_needs_a_send_time_per_payload():
+    with pytest.raises(ValueError, match="send times"):
+        await run_open_loop(None, "", {}, [generate_payload({"text": "a"}, 3, 0.0, None)], [])

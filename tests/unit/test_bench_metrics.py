@@ -8,6 +8,7 @@ from bench.metrics import (
     distribution,
     itl,
     median_mad,
+    open_loop_summary,
     percentile,
     summarize,
     tpot,
@@ -117,3 +118,43 @@ def test_by_source_splits_accept_length_speed_and_tpot():
     assert by["coding"]["tpot_ms"]["median"] == pytest.approx(1000 * 0.4 / 39)
     # the cell's own figures still cover every request
     assert s["accept_length"] == pytest.approx(60 / 18)
+
+
+def _sent(i: int, scheduled: float, lag: float) -> RequestResult:
+    return RequestResult(index=i, ok=True, start=scheduled + lag, scheduled=scheduled)
+
+
+def test_open_loop_figures_and_the_lag_bound():
+    # due every 0.1 s; sent 1 ms late, the last one 30 ms late
+    rs = [_sent(i, 0.1 * i, 0.001) for i in range(100)]
+    rs[-1] = _sent(99, 9.9, 0.030)
+    s = open_loop_summary(rs, 10.0, 1.0, None, max_send_lag_ms=5.0)
+    assert s["request_rate"] == 10.0 and s["scheduled_rate"] == pytest.approx(10.0)
+    # (n - 1) gaps over the span of the actual sends: 99 / (9.930 - 0.001)
+    assert s["achieved_rate"] == pytest.approx(99 / 9.929)
+    assert s["send_lag_ms"]["median"] == pytest.approx(1.0)
+    assert s["send_lag_ms"]["max"] == pytest.approx(30.0)
+    assert s["send_lag_ms"]["p99"] == pytest.approx(1.0 + 0.01 * 29.0)  # interpolated
+    assert s["valid"] and s["invalid_reason"] is None and s["max_send_lag_ms"] == 5.0
+    late = open_loop_summary(rs, 10.0, 1.0, None, max_send_lag_ms=1.1)
+    assert late["valid"] is False
+    assert late["invalid_reason"].startswith("p99 send lag 1.29 ms > max_send_lag_ms 1.1")
+    assert "measured the client, not the server" in late["invalid_reason"]
+
+
+def test_send_lag_in_request_records_and_closed_summaries_unchanged():
+    assert _sent(0, 0.5, 0.002).to_dict()["send_lag"] == pytest.approx(0.002)
+    closed = _req(0, 0.1, [0.1, 1.0], [1, 10], 1.0)
+    assert closed.to_dict()["send_lag"] is None and closed.to_dict()["scheduled"] is None
+    s = summarize([closed], 1.0)
+    assert not {"request_rate", "achieved_rate", "valid", "send_lag_ms"} & set(s)
+
+
+def test_repetitions_count_invalid_open_loop_cells():
+    ok = [_sent(i, 0.1 * i, 0.001) for i in range(10)]
+    bad = [_sent(i, 0.1 * i, 0.5) for i in range(10)]
+    sums = [
+        {**summarize(rs, 1.0), **open_loop_summary(rs, 10.0, 1.0, None)} for rs in (ok, bad, ok)
+    ]
+    assert aggregate_repetitions(sums)["invalid"] == 1
+    assert aggregate_repetitions([summarize(ok, 1.0)])["invalid"] == 0

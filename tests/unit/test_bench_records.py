@@ -66,3 +66,28 @@ def test_summaries_regenerated_from_all_records(tmp_path):
     assert agg[0]["ttft_median_ms_median"] == pytest.approx(200.0)
     arows = list(csv.DictReader((tmp_path / "aggregate.csv").open()))
     assert [r["point_id"] for r in arows] == sorted({c.point_id for c in cells})
+
+
+def test_open_loop_columns_in_the_summaries(tmp_path):
+    cells = build_matrix([512], [1], [16], ["random"], 1, request_rates=[2.0])
+    for cell in cells:
+        rec, reqs = _record(cell)
+        if cell.open_loop:
+            rec["summary"].update(
+                achieved_rate=1.9,
+                send_lag_ms={"p99": 7.5},
+                valid=False,
+                invalid_reason="p99 send lag 7.50 ms > max_send_lag_ms 5: ...",
+            )
+        records.write_cell(tmp_path, cell.cell_id, rec, reqs)
+    agg = records.write_summaries(tmp_path)
+    rows = {r["cell_id"]: r for r in csv.DictReader((tmp_path / "summary.csv").open())}
+    closed, opened = rows["ctx512-c1-out16-random-r0"], rows["ctx512-rate2-out16-random-r0"]
+    assert (closed["request_rate"], closed["valid"], closed["send_lag_p99_ms"]) == ("", "", "")
+    assert (opened["request_rate"], opened["achieved_rate"]) == ("2.0", "1.9")
+    assert (opened["send_lag_p99_ms"], opened["valid"]) == ("7.5", "False")
+    assert opened["invalid_reason"].startswith("p99 send lag 7.50 ms")
+    by_point = {a["point_id"]: a for a in agg}
+    assert by_point["ctx512-rate2-out16-random"]["request_rate"] == 2.0
+    assert by_point["ctx512-rate2-out16-random"]["invalid"] == 1
+    assert by_point["ctx512-c1-out16-random"]["invalid"] == 0

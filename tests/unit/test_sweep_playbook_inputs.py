@@ -84,3 +84,36 @@ def test_good_traffic_passes_the_check_and_goes_on_to_the_hosts(tmp_path: Path) 
     assert "dataset: 1 of 1 requests (chat; sources dataset; 0 skipped)" in out, out[-2000:]
     assert "UNREACHABLE" in out  # and then the unreachable host fails its check
     assert run.returncode != 0
+
+
+LOAD_CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "rate 0": ({"request_rate": "2,0"}, "request_rate must be a positive number, got 0.0"),
+    "negative rate": ({"request_rate": "-1"}, "request_rate must be a positive number, got -1.0"),
+    "burstiness 0": (
+        {"request_rate": "2", "burstiness": 0},
+        "burstiness must be a positive number",
+    ),
+    "SLO without capacity or goodput": (
+        {"slo_tpot_ms": 50},
+        "an SLO is used only by load=capacity",
+    ),
+    "capacity without an SLO": ({"load": "capacity"}, "a capacity search needs an SLO"),
+    "unbracketable bound": (
+        {"load": "capacity", "slo_tpot_ms": 50, "capacity_max_trials": 1},
+        "capacity_max_trials 1 cannot bracket a capacity",
+    ),
+    "unknown load": ({"load": "open"}, "load=open: choose one of closed, capacity"),
+    "capacity objective without capacity": ({"objective": "capacity"}, "give load=capacity"),
+}
+
+
+@pytest.mark.parametrize("case", list(LOAD_CASES))
+def test_bad_load_is_named_and_no_host_is_contacted(tmp_path: Path, case: str) -> None:
+    extra, says = LOAD_CASES[case]
+    run = sweep(tmp_path, extra)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    assert says.lower() in out.lower(), out[-2000:]
+    assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
+    assert "sglang_server : " not in out
+    assert not (tmp_path / "results").exists()

@@ -1,0 +1,153 @@
+"""The capacity search's state machine and the SLO (bench/capacity.py), and its command line."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.capacity import Search, Slo, Trial
+from bench.cli import main
+from bench.errors import BadArguments
+
+
+def _drive(search: Search, capacity: float) -> list[float]:
+    """Runs the search against a server whose true capacity is `capacity` req/s."""
+    rates = []
+    while (rate := search.next_rate()) is not None:
+        rates.append(rate)
+        search.add(Trial(rate, f"rate{rate:g}", 1.0 if rate <= capacity else 0.5, rate <= capacity))
+    return rates
+
+
+@pytest.mark.parametrize("capacity", [0.3, 1.0, 3.7, 42.0])
+def test_the_search_brackets_the_capacity_within_its_precision(capacity):
+    search = Search(start_rate=1.0, precision=0.05, max_trials=20)
+    rates = _drive(search, capacity)
+    result = search.result()
+    assert result["settled"] is True
+    lo, hi = result["bracket"]
+    assert lo <= capacity < hi <= lo * 1.05
+    assert result["capacity"] == lo
+    assert "within 5%" in result["reason"]
+    # doubling or halving to bracket, then bisection: logarithmic in the ratio and precision
+    assert len(rates) <= abs(math.log2(capacity)) + 2 + math.ceil(
+        math.log2(math.log(2) / math.log(1.05))
+    )
+
+
+def test_a_search_cut_by_its_trial_bound_is_not_settled():
+    search = Search(start_rate=1.0, precision=0.05, max_trials=4)
+    rates = _drive(search, 100.0)
+    assert rates == [1.0, 2.0, 4.0, 8.0]
+    result = search.result()
+    assert result["settled"] is False and result["capacity"] is None
+    assert result["bracket"] == [8.0, None]
+    assert result["reason"] == "stopped at the bound of 4 trials"
+
+
+def test_an_invalid_trial_stops_the_search_naming_the_client():
+    search = Search(start_rate=1.0)
+    search.add(Trial(1.0, "c-rate1", 1.0, True))
+    assert search.next_rate() == 2.0
+    search.add(Trial(2.0, "c-rate2", 1.0, False, valid=False))
+    assert search.next_rate() is None
+    result = search.result()
+    assert result["settled"] is False
+    assert "client fell behind its schedule at 2 req/s (c-rate2)" in result["reason"]
+
+
+def test_a_server_that_misses_at_every_rate_stops_at_the_floor():
+    search = Search(start_rate=1.0, min_rate=0.1)
+    rates = _drive(search, 0.0)
+    assert rates == [1.0, 0.5, 0.25, 0.125]
+    assert "misses the SLO" in search.result()["reason"]
+    assert search.result()["capacity"] is None
+
+
+def test_noise_that_inverts_the_bracket_stops_the_search():
+    search = Search(start_rate=4.0)
+    search.add(Trial(4.0, "a", 0.95, True))
+    search.add(Trial(8.0, "b", 0.5, False))
+    search.add(Trial(math.sqrt(32), "c", 0.5, False))
+    search.add(Trial(5.0, "d", 0.5, False))
+    search.add(Trial(5.5, "e", 0.95, True))  # met above a rate that missed
+    assert search.next_rate() is None
+    assert "noise" in search.result()["reason"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_trials": 1}, "--capacity-max-trials 1 cannot bracket"),
+        ({"start_rate": 0.0}, "--capacity-start-rate must be a positive number, got 0.0"),
+        ({"precision": -1.0}, "--capacity-precision must be a positive number, got -1.0"),
+    ],
+)
+def test_bounds_that_cannot_bracket_are_named(kwargs, message):
+    with pytest.raises(BadArguments, match=message):
+        Search(**kwargs)
+
+
+def test_a_good_request_meets_every_target_given():
+    slo = Slo(ttft_ms=100, tpot_ms=20)
+    assert slo.good({"ok": True, "ttft": 0.099, "tpot": 0.019})
+    assert not slo.good({"ok": True, "ttft": 0.101, "tpot": 0.019})
+    assert not slo.good({"ok": True, "ttft": 0.050, "tpot": 0.021})
+    assert not slo.good({"ok": False, "ttft": 0.050, "tpot": 0.010})
+    # one token: no TPOT to miss; a longer answer without one is not good
+    assert slo.good({"ok": True, "ttft": 0.050, "tpot": None, "completion_tokens": 1})
+    assert not slo.good({"ok": True, "ttft": 0.050, "tpot": None, "completion_tokens": 5})
+    assert not slo.good({"ok": True, "ttft": None, "tpot": 0.01})
+    assert Slo(tpot_ms=20).good({"ok": True, "ttft": 9.0, "tpot": 0.010})
+    rows = [{"ok": True, "ttft": 0.01, "tpot": 0.01}] * 9 + [{"ok": False}]
+    assert slo.attainment(rows) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "needs an SLO"),
+        ({"ttft_ms": 0.0}, "--slo-ttft-ms must be a positive number, got 0.0"),
+        ({"tpot_ms": 10.0, "share": 1.5}, r"--slo-share must be in \(0, 1\], got 1.5"),
+    ],
+)
+def test_a_bad_slo_is_named(kwargs, message):
+    with pytest.raises(BadArguments, match=message):
+        Slo(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--concurrency", "1", "--slo-ttft-ms", "100"],
+            "--slo-ttft-ms applies to a capacity search",
+        ),
+        (["--capacity"], "needs an SLO"),
+        (["--capacity", "--slo-tpot-ms", "abc"], "--slo-tpot-ms"),
+        (["--capacity", "--slo-tpot-ms", "10", "--capacity-max-trials", "1"], "cannot bracket"),
+        (["--capacity", "--slo-tpot-ms", "10", "--burstiness", "0"], "--burstiness"),
+    ],
+)
+def test_the_command_line_names_bad_capacity_input_before_any_request(
+    extra, message, tmp_path, capsys
+):
+    # port 9 (discard): nothing listens; a check that reached the server would say so instead
+    rc = main(
+        [
+            "run",
+            "--url",
+            "http://127.0.0.1:9",
+            "--out",
+            str(tmp_path / "o"),
+            "--contexts",
+            "64",
+            *extra,
+        ]
+    )
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "127.0.0.1:9" not in err
+    assert not (tmp_path / "o").exists()
