@@ -178,12 +178,12 @@ class PerfModel:
         )
         return ms * self.scale / 1000.0
 
-    def step_seconds(self, batch: int, total_context: int) -> float:
+    def step_seconds(self, batch: float, total_context: float) -> float:
         if self.s.fixed_step_ms is not None:
             return self.s.fixed_step_ms / 1000.0
         return self.step_ms(batch, total_context) * self.scale / 1000.0
 
-    def step_ms(self, batch: int, total_context: int) -> float:
+    def step_ms(self, batch: float, total_context: float) -> float:
         spec = self.spec
         width = spec.verify_width
         tree = 1.0 + TOPK_VERIFY_COST * (spec.width - 1) if spec.algorithm == "DDTREE" else 1.0

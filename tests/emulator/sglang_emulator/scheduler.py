@@ -23,6 +23,7 @@ from .stats import ServerStats
 ChunkCallback = Callable[["GenRequest", str, bool], bool]
 MAX_TOTAL_TOKENS = 1_000_000
 RECORDS_KEPT = 4096
+CATCH_UP_S = 0.005
 
 
 class GenRequest:
@@ -39,6 +40,7 @@ class GenRequest:
         diverge_after: int = 4,
     ) -> None:
         self.arrival = time.time()
+        self.arrival_loop = asyncio.get_running_loop().time()
         self.rid = rid or uuid.uuid4().hex
         self.prompt_ids = prompt_ids
         self.max_new = max_new_tokens
@@ -134,7 +136,8 @@ class Scheduler:
         self.records: collections.deque[GenRequest] = collections.deque(maxlen=RECORDS_KEPT)
         self.served = 0
         self._wake = asyncio.Event()
-        self._clock = 0.0
+        self._clock = 0.0  # loop time when the last modelled step or prefill ends
+        self._on_time = False
         self.last_output = 0.0  # like SGLang's last_receive_tstamp
         self._tp_window: collections.deque[tuple[float, int]] = collections.deque()
 
@@ -169,19 +172,27 @@ class Scheduler:
         return bool(self.waiting or self.running)
 
     # -- loop ------------------------------------------------------------------------------
-    async def _sleep(self, seconds: float, catch_up: bool) -> None:
-        """Sleeps one modelled step; with catch_up, back-to-back steps keep a steady cadence
-        (the next starts where the last one ended, absorbing the emulator's own overhead)."""
+    async def _sleep(self, seconds: float, not_before: float | None = None) -> None:
+        """Sleeps one modelled step or prefill batch. Back to back with the last one, which woke
+        on time (under CATCH_UP_S late), it starts where that one ended: the emulator's own
+        work in between (writing a step's chunks, reading new requests) costs no modelled time,
+        as SGLang's overlap scheduler hides its CPU work, so the server's busy time is the sum
+        of the model's step and prefill times. Never before `not_before` (loop time: a
+        prefill's last arrival). After idling, or once behind, it starts now."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        start = self._clock if catch_up and 0.0 <= now - self._clock < 0.005 else now
+        start = now
+        if self._on_time:
+            start = self._clock if not_before is None else max(self._clock, not_before)
         self._clock = start + seconds
         delay = self._clock - now
         await asyncio.sleep(delay if delay > 0 else 0)
+        self._on_time = loop.time() - self._clock < CATCH_UP_S
 
     async def run(self) -> None:
         while True:
             if not self.waiting and not self.running:
+                self._on_time = False
                 self._wake.clear()
                 await self._wake.wait()
                 continue
@@ -209,8 +220,10 @@ class Scheduler:
         if not batch:
             return
         self._log_prefill(batch, new_tokens, cached_total)
-        # A prefill never starts before its requests arrived: no catch-up.
-        await self._sleep(self.model.prefill_seconds(new_tokens, cached_total), catch_up=False)
+        await self._sleep(
+            self.model.prefill_seconds(new_tokens, cached_total),
+            not_before=max(r.arrival_loop for r in batch),
+        )
         now = time.time()
         for req in batch:
             self.cache.insert(req.prompt_ids)
@@ -226,7 +239,7 @@ class Scheduler:
         total_ctx = 0
         for r in running:
             total_ctx += r.context
-        await self._sleep(self.model.step_seconds(len(running), total_ctx), catch_up=True)
+        await self._sleep(self.model.step_seconds(len(running), total_ctx))
         now = time.time()
         spec = self.spec
         fixed = self.settings.fixed_accept
