@@ -8,7 +8,9 @@ drafter, window 2048) are searched three times, each from fresh servers:
 - halving: `sweep.search.search` with eta 3 (`--eta`) over two bench levels (screening and full,
   sweep.yml's default; `--levels 3` adds LEVELS' middle one), its selection rule, run-on and
   restart counting as that module documents them;
-- descent: `sweep.descent.search`, every run at the full level, from the grid's centre.
+- descent: `sweep.descent.search`, every run at the full level, from the grid's centre;
+- with `--model`, also the model search (`sweep.model_search.search`, sweep.yml's search=model),
+  every run at the full level, from fresh servers too.
 
 A point's server is `python -m sglang_emulator` (SGLANG_EMU_VERSION=ddtree; topk through
 SGLANG_DDTREE_MAX_TOPK, as the ddtree dialect renders it) on a free port, with 0.05 s load and
@@ -40,7 +42,7 @@ bench time per point above which halving saves time, with `--load-seconds` a res
 `sweep.search.account` lines (as run here; projected with real-host loads and time scale 1).
 
     .venv/bin/python benchmarks/halving_vs_grid.py [--seeds 3] [--levels 2] [--run-on]
-        [--quick] [--verbose]
+        [--model] [--quick] [--verbose]
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ sys.path.insert(0, str(ROOT))
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
 from sweep.descent import Descent, Grid  # noqa: E402
 from sweep.descent import search as descend  # noqa: E402
+from sweep.model_search import ModelSearch  # noqa: E402
+from sweep.model_search import describe as describe_model  # noqa: E402
+from sweep.model_search import search as model_search  # noqa: E402
 from sweep.points import Point  # noqa: E402
 from sweep.search import Halving, State, Stats, account, describe, search, stats  # noqa: E402
 
@@ -276,6 +281,7 @@ class Outcome:
     descent: State[Point]
     descent_restarts: int
     descent_seconds: float
+    model: Any = None  # with --model: (its state, server starts, wall s)
 
     @property
     def halving_best(self) -> Point | None:
@@ -377,6 +383,25 @@ def run_descent(
     return state, servers.starts, elapsed
 
 
+def run_model(
+    workdir: Path, seed: int, levels: tuple[Level, ...], time_scale: float
+) -> tuple[State[Point], int, float]:
+    """The model search, every run at the full level: its state, server starts, wall s."""
+    points = grid()
+    coords = {p.point_id: (p.budget, p.topk) for p in points}
+    with servers_for(workdir, seed, time_scale) as servers:
+        bench = Bench(servers, levels, seed, workdir / "model")
+        t0 = time.monotonic()
+        state, _ = model_search(
+            points,
+            Grid.of(coords),
+            lambda p, _level: bench.measure(p, len(levels) - 1),
+            ModelSearch(),
+        )
+        elapsed = time.monotonic() - t0
+    return state, servers.starts, elapsed
+
+
 def bench_work(state: State[Point], per_level: list[float]) -> float:
     """The halving's bench time in full-level benches, a level at its measured share."""
     return sum(per_level[r.level] / per_level[-1] for rnd in state.rounds for r in rnd.runs)
@@ -397,6 +422,7 @@ def one_seed(
     eta: float,
     load_seconds: float,
     run_on: bool = False,
+    with_model: bool = False,
 ) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="halving-vs-grid-") as tmp:
         workdir = Path(tmp)
@@ -404,6 +430,7 @@ def one_seed(
         grid_stats, grid_starts, grid_s = run_grid(workdir, seed, levels, time_scale)
         h = run_halving(workdir, seed, levels, time_scale, eta, run_on)
         d_state, d_starts, d_seconds = run_descent(workdir, seed, levels, time_scale)
+        model = run_model(workdir, seed, levels, time_scale) if with_model else None
     if h.state.restarts != h.starts:
         print(f"seed {seed}: planned {h.state.restarts} restarts, started {h.starts}")
     if d_state.restarts != d_starts:
@@ -428,6 +455,7 @@ def one_seed(
         descent=d_state,
         descent_restarts=d_starts,
         descent_seconds=d_seconds,
+        model=model,
     )
 
 
@@ -512,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="halving with run-on (sweep.yml's halving_run_on=true; off by default)",
     )
+    ap.add_argument("--model", action="store_true", help="also the model search (search=model)")
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error(f"--seeds={a.seeds}: need at least 1")
@@ -524,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     outcomes = []
     for seed in range(1, a.seeds + 1):
-        o = one_seed(seed, levels, a.time_scale, a.eta, a.load_seconds, a.run_on)
+        o = one_seed(seed, levels, a.time_scale, a.eta, a.load_seconds, a.run_on, a.model)
         if a.verbose:
             lines = [
                 *describe(o.halving),
@@ -532,11 +561,20 @@ def main(argv: list[str] | None = None) -> int:
                 f"real host ({a.load_seconds:.0f} s loads, bench at time scale 1): {o.accounts[1]}",
                 "descent:",
                 *describe(o.descent),
+                *(["model search:", *describe_model(o.model[0])] if o.model else []),
             ]
             print(f"seed {seed}:\n  " + "\n  ".join(lines), flush=True)
         outcomes.append(o)
     print()
     print_table(outcomes, a.load_seconds)
+    if a.model:
+        same = sum(o.model[0].best == o.grid_best for o in outcomes)
+        settled = sum(bool(o.model[0].verdict and o.model[0].verdict.settled) for o in outcomes)
+        print(
+            f"model search: same best {same}/{len(outcomes)}; settled {settled}/{len(outcomes)}; "
+            f"restarts {', '.join(str(o.model[1]) for o in outcomes)} (grid "
+            f"{len(grid())}); wall s {', '.join(f'{o.model[2]:.0f}' for o in outcomes)}"
+        )
     print(f"wall time {time.monotonic() - t0:.0f} s")
     return 0
 

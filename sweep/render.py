@@ -397,10 +397,30 @@ def best_line(c: dict[str, Any], objective: Objective) -> str:
 
 
 def search_lines(search: dict[str, Any]) -> list[str]:
-    """report.md's section on a halving or descent search (sweep/search_rounds.py's search.json)."""
+    """report.md's section on a halving, descent or model search (sweep/search_rounds.py's
+    search.json)."""
     st = search.get("strategy") or {}
     budget = st.get("max_restarts") or "none"
-    if search.get("search") == "descent":
+    verdict = search.get("verdict")
+    if search.get("search") == "model":
+        about = (
+            f"Model search (tie margin {st.get('margin', 0.0):.1%}, bound at "
+            f"{st.get('confidence')} sd, max_restarts {budget}): the points above are the ones "
+            "it measured, each with the full bench, and the ones measured before under the same "
+            "identity (warm starts, no restart). Its answer is the best mean measured, as the "
+            "grid's; a model of the objective fitted to them (sweep/model_search.py) bounds what "
+            "each point not measured may gain over it."
+        )
+        if verdict and search.get("done"):
+            about += (
+                " Settled: by the model no point it did not measure beats the answer by more "
+                "than the tie margin."
+                if verdict.get("settled")
+                else " Not settled: the restart budget ran out before the model could say that "
+                "no point it did not measure beats the answer; the points it would measure next "
+                "are named below."
+            )
+    elif search.get("search") == "descent":
         about = (
             f"Coordinate descent (max_restarts {budget}): the points above are the ones it "
             "measured, each with the full bench; it stopped where no single step from the best "

@@ -1,6 +1,7 @@
-"""`sweep.yml -e search=halving|descent`: a search (successive halving, sweep/search.py's rules, or
-coordinate descent, sweep/descent.py's) replayed from what the level's sweeps on disk recorded
-whenever the online planner (sweep/planner.py) is asked for a run. Descent has one level, the last.
+"""`sweep.yml -e search=halving|descent|model`: a search (successive halving, sweep/search.py's
+rules, coordinate descent, sweep/descent.py's, or the model search, sweep/model_search.py's)
+replayed from what the level's sweeps on disk recorded whenever the online planner
+(sweep/planner.py) is asked for a run. Descent and the model search have one level, the last.
 
 - Levels: the last level is the sweep's own bench matrix, recorded in the sweep's directory like
   a grid sweep's points (the report, `winner` and deploy.yml read it as they read any sweep).
@@ -21,9 +22,14 @@ whenever the online planner (sweep/planner.py) is asked for a run. Descent has o
 - Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
   this invocation (`sweep plan` stamps its start), so a rerun retries it as a grid rerun retries a
   failed point. After a stop_on_failure stop nothing more runs.
+- Warm starts (the model search): a point measured before under the same identity (sweep/store.py;
+  copied into the sweep, `reused_from`) is known to the search from its first round and costs no
+  restart (warm_starts).
 - `search.json` in the sweep's directory: the strategy, the rounds so far (search.describe), the
   failed runs, and, once the search is over, restarts and time against the full grid
-  (search.account, from the recorded load and bench times).
+  (search.account, from the recorded load and bench times); for the model search also its
+  verdict: settled or not, the largest gain an unmeasured point may have, the points it would
+  measure next.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import load_records, write_json
-from sweep import descent, layout, objectives, search
+from sweep import descent, layout, model_search, objectives, search
 from sweep.descent import Descent
+from sweep.model_search import ModelSearch
 from sweep.objectives import Objective
 from sweep.params import SweepInputError, as_bool
 from sweep.record import RECORDS
@@ -64,7 +71,7 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
 def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -> search.Strategy:
     """The search's settings from the command line: for halving, halving_eta (keep 1/eta per
     round, default 3), halving_levels (2 or 3, default 2: one screening level) and
-    halving_run_on (default false); for either search, max_restarts (no limit)."""
+    halving_run_on (default false); for every search, max_restarts (no limit)."""
 
     def given(key: str) -> Any:
         raw = cli.get(key)
@@ -72,10 +79,12 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
 
     budget_raw = given("max_restarts")
     budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
-    if name == "descent":
+    if name in ("descent", "model"):
         for key in ("halving_eta", "halving_levels", "halving_run_on"):
             if given(key) is not None:
                 raise SearchInputError(f"{key}={given(key)}: only with search=halving")
+        if name == "model":
+            return ModelSearch(budget, objective.higher_is_better)
         return Descent(budget, objective.higher_is_better)
     eta_raw = given("halving_eta")
     try:
@@ -95,12 +104,20 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
 
 
 def replay(
-    points: Sequence[Any], measured: list[search.Measurement], strat: search.Strategy
+    points: Sequence[Any],
+    measured: list[search.Measurement],
+    strat: search.Strategy,
+    warm: Sequence[search.Measurement] = (),
 ) -> search.State[Any]:
-    """The search's state; descent places the points on the grid's axes first."""
-    if isinstance(strat, Descent):
+    """The search's state; descent and the model search place the points on the grid's axes
+    first (a point left out, a twin, is a hole in the grid); `warm`: the model search's warm
+    starts."""
+    if isinstance(strat, (Descent, ModelSearch)):
         coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
-        return descent.replay(points, descent.Grid.of(coords), measured, strat)
+        grid = descent.Grid.of(coords)
+        if isinstance(strat, ModelSearch):
+            return model_search.replay(points, grid, measured, strat, warm)
+        return descent.replay(points, grid, measured, strat)
     assert isinstance(strat, search.Halving)
     return search.replay(points, measured, strat)
 
@@ -165,6 +182,26 @@ def measurements(
     return out
 
 
+def warm_starts(
+    points: Sequence[Any], sweep_dir: Path, objective: Objective, found: dict[str, Path]
+) -> list[search.Measurement]:
+    """The model search's warm starts: each point copied into the sweep from an earlier
+    measurement under the same identity (complete, `reused_from`), and each point `found` in the
+    store (sweep/store.py lookup, point id -> its directory) not copied yet; those with values."""
+    out = []
+    for p in points:
+        pid = p.point_id
+        if layout.point_status(sweep_dir, pid) == "complete":
+            meta = layout.read_json(sweep_dir / pid / layout.POINT_FILE) or {}
+            source = sweep_dir / pid if meta.get("reused_from") else None
+        else:
+            source = found.get(pid)
+        values = run_values(source, objective) if source is not None else ()
+        if values:
+            out.append(search.Measurement(pid, 0, values))
+    return out
+
+
 def _timings(d: Path, point_id: str) -> dict[str, Any]:
     return (layout.read_json(d / point_id / layout.POINT_FILE) or {}).get("timings") or {}
 
@@ -198,9 +235,12 @@ def search_info(
     objective: Objective,
 ) -> dict[str, Any]:
     failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
-    settings: dict[str, Any] = (
-        {"eta": strat.eta, "run_on": strat.run_on} if isinstance(strat, search.Halving) else {}
-    )
+    settings: dict[str, Any] = {}
+    if isinstance(strat, search.Halving):
+        settings = {"eta": strat.eta, "run_on": strat.run_on}
+    elif isinstance(strat, ModelSearch):
+        settings = {"margin": strat.margin, "confidence": strat.confidence}
+    warm = [p.point_id for p in state.warm] if isinstance(state, model_search.ModelState) else []
     last = strat.last_level
     info: dict[str, Any] = {
         "search": strat.name,
@@ -213,7 +253,11 @@ def search_info(
         "started": started,
         "done": state.done or stopped,
         "stopped": stopped,
-        "rounds": search.describe(state),
+        "rounds": (
+            model_search.describe(state)
+            if isinstance(state, model_search.ModelState)
+            else search.describe(state)
+        ),
         "restarts": state.restarts,
         "grid_restarts": len(state.points),
         "failed": failed,
@@ -225,13 +269,33 @@ def search_info(
             "slo_ttft_ms": objective.slo_ttft_ms,
             "slo_tpot_ms": objective.slo_tpot_ms,
         },
-        # the points measured (or to be) at the last level, the full benches taken on included
+        # the points measured (or to be) at the last level, the full benches taken on and the
+        # warm starts included
         "full": list(
             dict.fromkeys(
-                r.point.point_id for rnd in state.rounds for r in rnd.runs if r.level == last
+                [
+                    *warm,
+                    *(
+                        r.point.point_id
+                        for rnd in state.rounds
+                        for r in rnd.runs
+                        if r.level == last
+                    ),
+                ]
             )
         ),
     }
+    if isinstance(state, model_search.ModelState):
+        info["warm"] = warm
+        v = state.verdict
+        if v is not None:
+            info["verdict"] = {
+                "settled": v.settled,
+                "gain": v.gain,
+                "margin": v.margin,
+                "next": list(v.next),
+                "reason": v.reason,
+            }
     if state.done:
         acc = accounting(state, sweep_dir)
         if acc is not None:

@@ -1,0 +1,366 @@
+"""Model search (sweep/model_search.py) and coordinate descent (sweep/descent.py) against the full
+grid on generated objective surfaces: how many restarts each spends and whether its answer is the
+grid's.
+
+    .venv/bin/python benchmarks/search_surfaces.py           # 30 surfaces a class, 2 jobs
+    .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
+
+The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
+points. Four classes of surface (the log objective as a function of log budget, topk and log
+window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
+
+- independent: one concave curve per parameter, its peak inside the range or past an end;
+- ridge: budget and topk interact, correlation 0.5 to 0.9 in size, either sign, plus a window
+  curve: the best topk moves with the budget;
+- plateau: below a budget (16 to 64) topk has no effect (a DDTree chain): those points start the
+  same server as their topk-1 point, so, as the planner does with such twins (sweep/points.py
+  same_servers), the grid and both searches count them once; above it a tree adds a gain (or a
+  loss) that grows with the budget, best at a width that grows with it too;
+- two-peaks: two separate bumps over a floor, the lower 60-100 % of the higher, each a local best
+  of the grid (one step along one axis leads nowhere higher).
+
+Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
+repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point
+(the grid and both searches see the same draws). The grid's answer is its best mean.
+
+Per class and noise the table gives, for descent and the model search: the restarts (median and
+max, as a share of the grid's restarts: one per distinct server), how often the answer is within
+2 % of the grid's answer (its true value at least 98 % of the grid answer's true value: the
+acceptance figure), how often it is within 2 % of the true best, how often it is the true best,
+and the worst answer (true value / true best); the grid's own figures against the true best; and
+how many of the model search's stops were settled (no unmeasured point can beat its answer by
+more than the tie margin, by its model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sweep import descent, model_search
+from sweep.points import Point
+
+BUDGETS = (8, 16, 32, 48, 64, 96)
+TOPKS = (1, 2, 4, 6)
+WINDOWS = (1024, 2048, 4096)
+REPS = 3
+CLASSES = ("independent", "ridge", "plateau", "two-peaks")
+NOISES = (0.02, 0.05)
+WITHIN = 0.02  # an answer within 2 % of the true best counts as found
+
+Surface = Callable[[float, float, float], float]  # (budget, topk, window) in [0, 1] -> log value
+Array = np.typing.NDArray[np.float64]
+
+
+def _t(p: Point) -> tuple[float, float, float]:
+    """A point's position: log budget, topk and log window, each scaled to [0, 1]."""
+    tb = math.log(p.budget / BUDGETS[0]) / math.log(BUDGETS[-1] / BUDGETS[0])
+    tk = (p.topk - TOPKS[0]) / (TOPKS[-1] - TOPKS[0])
+    tw = math.log(p.window / WINDOWS[0]) / math.log(WINDOWS[-1] / WINDOWS[0])
+    return tb, tk, tw
+
+
+def independent(rng: np.random.Generator) -> Surface:
+    """A sum of one concave curve per parameter (its peak inside the range or past an end)."""
+    mid = rng.uniform(-0.3, 1.3, 3)
+    curve = rng.uniform([0.3, 0.2, 0.05], [1.5, 1.2, 0.5])
+    return lambda b, k, w: -float(curve @ (np.array([b, k, w]) - mid) ** 2)
+
+
+def ridge(rng: np.random.Generator) -> Surface:
+    """Budget and topk interact: a quadratic peak whose budget-topk correlation is 0.5 to 0.9 in
+    size, either sign (the best topk moves with the budget: a ridge across the grid), plus a
+    window curve."""
+    mid = rng.uniform(0.0, 1.0, 2)
+    sd = rng.uniform(0.3, 0.8, 2)
+    rho = rng.uniform(0.5, 0.9) * rng.choice([-1.0, 1.0])
+    cov = np.array([[sd[0] ** 2, rho * sd[0] * sd[1]], [rho * sd[0] * sd[1], sd[1] ** 2]])
+    prec = np.linalg.inv(cov)
+    wmid, wcurve = rng.uniform(-0.3, 1.3), rng.uniform(0.05, 0.5)
+
+    def f(b: float, k: float, w: float) -> float:
+        d = np.array([b, k]) - mid
+        return -0.5 * float(d @ prec @ d) - wcurve * (w - wmid) ** 2
+
+    return f
+
+
+def plateau(rng: np.random.Generator) -> Surface:
+    """DDTree-like: below a budget the tree is a chain and topk has no effect; from that budget
+    on, a wider tree adds a gain that grows with the budget, up to a best width that grows with
+    the budget too (wider costs); the gain may be negative (trees do not pay)."""
+    start = BUDGETS[int(rng.integers(1, 5))]  # topk acts from this budget on
+    ts = math.log(start / BUDGETS[0]) / math.log(BUDGETS[-1] / BUDGETS[0])
+    bmid, bcurve = rng.uniform(-0.2, 0.9), rng.uniform(0.3, 1.5)
+    gain = rng.uniform(-0.1, 0.5)  # the best tree's gain at the largest budget (log)
+    width0, width1 = rng.uniform(0.2, 0.6), rng.uniform(0.2, 1.0)
+    wmid, wcurve = rng.uniform(-0.3, 1.3), rng.uniform(0.05, 0.5)
+
+    def f(b: float, k: float, w: float) -> float:
+        v = -bcurve * (b - bmid) ** 2 - wcurve * (w - wmid) ** 2
+        if b >= ts - 1e-9:
+            reach = (b - ts + 0.2) / (1.0 - ts + 0.2)  # grows with the budget
+            best_k = min(1.0, width0 + width1 * (b - ts))
+            # 0 at topk 1 (no tree), 1 at the best width, below 0 past twice that
+            v += gain * reach * (1.0 - ((k - best_k) / best_k) ** 2)
+        return v
+
+    return f
+
+
+def two_peaks(rng: np.random.Generator) -> Surface:
+    """Two bumps over a floor, apart, each a local best of the grid (resampled until both are),
+    the lower 60-100 % of the higher's height."""
+    while True:
+        p1, p2 = rng.uniform(0, 1, 3), rng.uniform(0, 1, 3)
+        s1, s2 = rng.uniform(0.25, 0.5, 3), rng.uniform(0.25, 0.5, 3)
+        h2, floor = rng.uniform(0.6, 1.0), rng.uniform(0.1, 0.3)
+
+        def f(
+            b: float,
+            k: float,
+            w: float,
+            p1: Array = p1,
+            p2: Array = p2,
+            s1: Array = s1,
+            s2: Array = s2,
+            h2: float = h2,
+            floor: float = floor,
+        ) -> float:
+            x = np.array([b, k, w])
+            g1 = math.exp(-0.5 * float(np.sum(((x - p1) / s1) ** 2)))
+            g2 = h2 * math.exp(-0.5 * float(np.sum(((x - p2) / s2) ** 2)))
+            return math.log(floor + g1 + g2)
+
+        if _local_bests(f) >= 2:
+            return f
+
+
+def _local_bests(f: Surface) -> int:
+    """How many grid points no neighbour (one step along one axis) beats."""
+    axes = (BUDGETS, TOPKS, WINDOWS)
+    ts = [
+        [_t(Point("DDTREE", v, TOPKS[0], WINDOWS[0]))[0] for v in BUDGETS],
+        [_t(Point("DDTREE", BUDGETS[0], v, WINDOWS[0]))[1] for v in TOPKS],
+        [_t(Point("DDTREE", BUDGETS[0], TOPKS[0], v))[2] for v in WINDOWS],
+    ]
+    shape = tuple(len(a) for a in axes)
+    val = np.array([f(ts[0][i], ts[1][j], ts[2][k]) for i, j, k in np.ndindex(*shape)]).reshape(
+        shape
+    )
+    count = 0
+    for idx in np.ndindex(*shape):
+        higher = False
+        for a in range(3):
+            for step in (-1, 1):
+                q = list(idx)
+                q[a] += step
+                if 0 <= q[a] < shape[a] and val[tuple(q)] > val[idx]:
+                    higher = True
+        count += not higher
+    return count
+
+
+MAKERS = {"independent": independent, "ridge": ridge, "plateau": plateau, "two-peaks": two_peaks}
+
+
+def grid_points() -> list[Point]:
+    pts = [Point("DDTREE", b, k, w) for b in BUDGETS for k in TOPKS for w in WINDOWS]
+    return sorted(pts, key=Point.sort_key)
+
+
+def distinct_points(kind: str, true: dict[str, float]) -> list[Point]:
+    """The grid's points less the twins: on a plateau surface, a point below the budget where
+    topk acts is the same server as its topk-1 point (its value is that point's by
+    construction), so it is not searched, as the planner leaves twins out of a search."""
+    pts = grid_points()
+    if kind != "plateau":
+        return pts
+    return [
+        p
+        for p in pts
+        if p.topk == TOPKS[0]
+        or true[p.point_id] != true[Point("DDTREE", p.budget, TOPKS[0], p.window).point_id]
+    ]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    restarts: int
+    grid: int  # the grid's restarts on the surface (one per distinct server)
+    ratio: float  # true value of the answer / true best
+    vs_grid: float  # true value of the answer / true value of the grid's answer
+    settled: bool | None = None
+
+
+def truth(kind: str, index: int, seed: int) -> dict[str, float]:
+    """A surface's noise-free objective (tokens/s, best 1000) at every point of the grid. Every
+    surface spans the same kind of range: its worst point 0.2 to 0.5 of its best."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index])
+    surface = MAKERS[kind](rng)
+    logs = {p.point_id: surface(*_t(p)) for p in grid_points()}
+    span = rng.uniform(math.log(2.0), math.log(5.0))
+    top, low = max(logs.values()), min(logs.values())
+    return {pid: 1000.0 * math.exp((v - top) * span / (top - low)) for pid, v in logs.items()}
+
+
+def noisy(
+    kind: str, index: int, seed: int, noise: float, true: dict[str, float]
+) -> Callable[[Point, int], list[float]]:
+    """The measurement: REPS values, each the true value times 1 + noise x a standard normal,
+    drawn once per point (every search sees the same draws)."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000)])
+    draws = {pid: 1.0 + noise * rng.standard_normal(REPS) for pid in sorted(true)}
+
+    def measure(p: Point, level: int) -> list[float]:
+        return [true[p.point_id] * float(d) for d in draws[p.point_id]]
+
+    return measure
+
+
+def grid_of(pts: Sequence[Point]) -> descent.Grid:
+    return descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str
+    index: int
+    noise: float
+    seed: int
+    strategy: model_search.ModelSearch
+
+
+def run_one(task: Task) -> dict[str, Outcome]:
+    """One surface: the full grid, descent and the model search, on the same noisy draws."""
+    true = truth(task.kind, task.index, task.seed)
+    measure = noisy(task.kind, task.index, task.seed, task.noise, true)
+    pts = distinct_points(task.kind, true)
+    grid = grid_of(pts)
+    top = max(true.values())
+    means = {p.point_id: statistics.fmean(measure(p, 0)) for p in pts}
+    grid_best = true[max(pts, key=lambda p: means[p.point_id]).point_id]
+    d_state, _ = descent.search(pts, grid, measure, descent.Descent())
+    m_state, _ = model_search.search(pts, grid, measure, task.strategy)
+    assert d_state.best is not None and m_state.best is not None
+    d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
+    verdict = m_state.verdict
+    return {
+        "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
+        "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
+        "model": Outcome(
+            m_state.restarts,
+            len(pts),
+            m_true / top,
+            m_true / grid_best,
+            verdict.settled if verdict else None,
+        ),
+    }
+
+
+def cells(outs: Sequence[Outcome], search: bool = True) -> list[str]:
+    """restarts (median, max: share of the grid's), within 2 % of the grid's answer, within 2 %
+    of the true best, the true best, worst answer / true best."""
+    close = sum(o.ratio >= 1.0 - WITHIN for o in outs)
+    best = sum(o.ratio >= 1.0 - 1e-12 for o in outs)
+    worst = f"{min(o.ratio for o in outs):.2f}"
+    if not search:
+        return [str(close), str(best), worst]
+    shares = [o.restarts / o.grid for o in outs]
+    as_grid = sum(o.vs_grid >= 1.0 - WITHIN for o in outs)
+    return [
+        f"{statistics.median(shares):.0%}",
+        f"{max(shares):.0%}",
+        str(as_grid),
+        str(close),
+        str(best),
+        worst,
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    doc = __doc__ or ""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--surfaces", type=int, default=30, help="surfaces per class (30)")
+    ap.add_argument("--quick", action="store_true", help="10 surfaces per class")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    d = model_search.ModelSearch()
+    ap.add_argument("--margin", type=float, default=d.margin, help="the tie margin (0.02)")
+    ap.add_argument("--confidence", type=float, default=d.confidence, help="sds of the bound")
+    ap.add_argument("--initial", type=int, default=d.initial, help="first round's points")
+    args = ap.parse_args(argv)
+    strat = model_search.ModelSearch(
+        margin=args.margin, confidence=args.confidence, initial=args.initial
+    )
+    n = 10 if args.quick else args.surfaces
+    t0 = time.monotonic()
+    tasks = [Task(k, i, nz, args.seed, strat) for nz in NOISES for k in CLASSES for i in range(n)]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(run_one, tasks, chunksize=2))
+    by = {(t.kind, t.noise, t.index): r for t, r in zip(tasks, results, strict=True)}
+    print(
+        f"grid: {len(BUDGETS)} budgets x {len(TOPKS)} topk x {len(WINDOWS)} windows = "
+        f"{len(grid_points())} points (plateau: less its twins); {n} surfaces per class; {REPS} "
+        f"repetitions; seed {args.seed}"
+    )
+    print(
+        f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
+        f"round {strat.initial} points"
+    )
+    print(
+        "restarts: median and max, share of the grid's; =grid: answer within 2 % of the grid's "
+        "answer; 2 %: within 2 % of the true best; best: the true best; worst: answer / true best "
+        f"(counts of {n})"
+    )
+    cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
+    head = [
+        "class",
+        "noise",
+        "grid 2 %",
+        "grid best",
+        "grid worst",
+        *(f"descent {c}" for c in cols),
+        *(f"model {c}" for c in cols),
+        "model settled",
+    ]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    met = True
+    for nz in NOISES:
+        for kind in CLASSES:
+            rows = [by[(kind, nz, i)] for i in range(n)]
+            line = [kind, f"{nz:.0%}"]
+            line += cells([r["grid"] for r in rows], search=False)
+            line += cells([r["descent"] for r in rows])
+            line += cells([r["model"] for r in rows])
+            line.append(str(sum(bool(r["model"].settled) for r in rows)))
+            print("| " + " | ".join(line) + " |")
+            model = [r["model"] for r in rows]
+            shares = [o.restarts / o.grid for o in model]
+            hits = sum(o.vs_grid >= 1.0 - WITHIN for o in model)
+            met &= hits >= n - math.floor(n / 30) and statistics.median(shares) <= 0.40
+    every = [r["model"].restarts / r["model"].grid for r in results]
+    print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
+    print(
+        "target (every class and noise: the answer within 2 % of the grid's in all but 1 in 30, "
+        f"median restarts <= 40 %): {'met' if met else 'NOT met'}"
+    )
+    print(f"wall time {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

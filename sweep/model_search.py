@@ -1,0 +1,534 @@
+"""The model search over the grid (`search=model`): it saves restarts as descent does, and its
+answer is the grid's or it says that it may not be. Pure logic, no I/O.
+
+Coordinate descent (sweep/descent.py) stops where no single step from the best is better, so a
+ridge (parameters that interact) or a second, higher peak ends it short of the best. This search
+keeps a model of the objective over the whole grid and stops only when, by that model and the
+noise its repetitions show, no point it has not measured can beat its answer by more than the tie
+margin. The grid and its points as in descent (sweep/descent.py Grid: ordered axes, an axis of
+one value is none); each axis is scaled to [0, 1] by rank. The rule, one round at a time, every
+run at the full bench:
+
+- Round 0 measures a space-filling design of `initial` (7) points: the one nearest the grid's
+  centre, then each time the one farthest from those chosen (the first in point order among
+  equals). It goes on like that while fewer than two points have succeeded.
+- The answer is the best mean measured (warm starts included), the grid's own rule.
+- The model, refitted after every round to the mean log objective of every point measured: a
+  Gaussian process with an unknown constant mean and a Matern 5/2 correlation with a length scale
+  per axis; each mean's noise is the pooled variance of one repetition over every point measured,
+  divided by its repetitions (the measured noise). The length scales (4 an axis, 0.25 to 2 of
+  the axis), the amplitude (a sd of 7 to 60 % around the mean) and a misfit (none or 2 %) are not
+  fitted but taken over a fixed grid, weighted by their likelihood: the same data always give
+  the same figures, with no optimiser to fail.
+- For each point not measured, the bound of its gain over the answer: f(point) - f(answer) (f the
+  log objective), mean + `confidence` (2) sd by the weighted model, or by any single likely
+  setting (log likelihood within 2 of the best's) if that is higher. A surface the data leave
+  open (a narrow peak between points measured) keeps its points open.
+- While the largest bound is above the tie margin (`margin`, 2 %), the next round measures that
+  point. Otherwise the search is settled: no unmeasured point can beat the answer by more than the
+  margin, by the model; the verdict gives the largest bound and the NEXT_SHOWN points it would
+  measure next. A grid measured in full is settled too.
+- A failed run is out (not measured again by this search in this invocation).
+- `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
+  it is not settled, with the largest bound and the points it would measure next. A bound below
+  what the first round needs is refused (ValueError) before anything runs, and so is a grid of
+  one point.
+- Warm starts: measurements made before the search (under the same identity: sweep/store.py) are
+  known from round 0 on, are never run and cost no restart; round 0's design is smaller by them.
+- Twins (points that start the same server, sweep/points.py same_servers) are not passed to the
+  search (sweep/plan.py): a twin is a hole in the grid, not a point, so a plateau the build makes
+  is not an axis.
+
+`replay(points, grid, measurements, strategy, warm)` rebuilds the state from recorded
+measurements, so a driver that runs one play per round resumes anywhere.
+
+Why this method, from benchmarks/search_surfaces.py (72-point grid, 30 surfaces of each class,
+2 % and 5 % noise on three repetitions; the table in benchmarks/README.md). A per-parameter model
+is what descent assumes, and a quadratic response surface cannot hold two peaks; a Gaussian
+process is the simplest model that holds an interaction and several peaks and says how unsure it
+is between the points measured. Its answer was within 2 % of the grid's on every surface of
+every class at both noises (descent's on 17 to 30 of 30), with a median of 22 to 40 % of the
+grid's restarts (descent's: 15 to 20 %). What each part buys there: the bound of the
+likeliest single settings on top of the weighted one (without it: 6 of the 60 two-peak searches
+ended on the lower peak), 2 sd rather than 1.65 (4 of 60), 7 points in round 0 rather than 5 (1),
+4 length scales an axis rather than 3 (3). Taking the model's best rather than the best mean as
+the answer missed the grid's answer on 6 of 240 surfaces (a run with the plateaus' twins not yet
+left out): the model smooths a narrow peak away. Measuring the answer's unmeasured neighbours
+before stopping cost 1 to 4 points of the restart share and changed no answer, so it is not done.
+A fit on the 72-point grid takes about 50 ms of controller CPU (512 settings).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sweep.descent import Grid
+from sweep.search import (
+    Measurement,
+    P,
+    Round,
+    Run,
+    Skipped,
+    State,
+    Stats,
+    _check_points,
+    _schedule,
+    rank,
+    stats,
+)
+
+BUDGET_REASON = "restart budget spent: not measured"
+NEXT_SHOWN = 3  # the points named as the next to measure
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ModelSearch:
+    """The strategy. `margin`: the tie margin (0.02: an unmeasured point that may beat the best by
+    2 % or less is a tie); `confidence`: how many of the model's standard deviations the bound on
+    an unmeasured point's gain spans; `initial`: the points of the first round (a space-filling
+    design); `max_restarts`: at most so many server starts (None: no limit)."""
+
+    max_restarts: int | None = None
+    higher_is_better: bool = True
+    margin: float = 0.02
+    confidence: float = 2.0
+    initial: int = 7
+    name: ClassVar[str] = "model"
+    levels: ClassVar[int] = 1
+    last_level: ClassVar[int] = 0
+
+    def __post_init__(self) -> None:
+        budget = self.max_restarts
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+        ):
+            raise ValueError(f"max_restarts={budget}: must be an integer >= 1 (or None)")
+        if isinstance(self.margin, bool) or not 0 <= self.margin < 1:
+            raise ValueError(f"margin={self.margin}: must be a fraction in [0, 1) (0.02: 2 %)")
+        if isinstance(self.confidence, bool) or not 0 < self.confidence <= 10:
+            raise ValueError(f"confidence={self.confidence}: must be in (0, 10] (sds)")
+        if isinstance(self.initial, bool) or not isinstance(self.initial, int) or self.initial < 2:
+            raise ValueError(f"initial={self.initial}: must be an integer >= 2")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the search can say about the points it has not measured.
+
+    settled: the search is over and no unmeasured point can beat the best by more than the
+    margin, by the model; False while runs are pending and when max_restarts cut it.
+    gain: the largest relative gain over the best an unmeasured point may have, by the model's
+    bound (0.031: 3.1 %); None when the model could not be fitted (fewer than two points
+    measured) or no point is left unmeasured (0.0 then).
+    next: the points the search would measure next, most promising first.
+    """
+
+    settled: bool
+    gain: float | None
+    margin: float
+    next: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelState(State[P]):
+    """search.State plus the verdict, the points measured before the search (warm starts), and
+    the ranking of every point measured (warm starts included) by its mean, which `best` reads:
+    the search's answer is the best mean measured, the grid's rule."""
+
+    verdict: Verdict | None = None
+    warm: tuple[P, ...] = ()
+    ranking: tuple[P, ...] = ()
+    by_id: Mapping[str, Stats] = field(default_factory=dict)
+
+    @property
+    def best(self) -> P | None:
+        """The best mean measured (warm starts included); None while pending or when nothing
+        succeeded."""
+        return self.ranking[0] if self.done and self.ranking else None
+
+    def best_stats(self) -> Stats | None:
+        best = self.best
+        return self.by_id[best.point_id] if best is not None else None
+
+
+# ---------------------------------------------------------------- the model
+
+
+def _matern(r: Any) -> Array:
+    """Matern 5/2 correlation at scaled distance r."""
+    s5 = math.sqrt(5.0) * r
+    out: Array = (1.0 + s5 + s5 * s5 / 3.0) * np.exp(-s5)
+    return out
+
+
+def _scales(n_axes: int) -> list[tuple[float, ...]]:
+    """The length scales tried, per axis, in units of the axis's extent (its first to its last
+    value): a few per axis, fewer the more axes there are (at most about 256 combinations)."""
+    per_axis = {1: 6, 2: 5, 3: 4, 4: 4, 5: 3}.get(n_axes, 2)
+    base = np.geomspace(0.25, 2.0, per_axis)
+    grids = np.meshgrid(*([base] * n_axes), indexing="ij")
+    return [tuple(float(g.flat[i]) for g in grids) for i in range(grids[0].size)]
+
+
+AMPLITUDES = (0.07, 0.15, 0.3, 0.6)  # prior sd of the log objective around its mean
+NUGGETS = (0.0, 0.02**2)  # model misfit, on top of the measured noise (log units)
+NOISE_FLOOR = 0.002**2  # a mean's noise variance is never taken below this
+LIKELY = 2.0  # a hyperparameter whose log likelihood is within this of the best's is likely
+
+
+@functools.lru_cache(maxsize=256)
+def _bounds(
+    x: tuple[tuple[float, ...], ...],
+    y: tuple[float, ...],
+    noise: tuple[float, ...],
+    grid: tuple[tuple[float, ...], ...],
+    ref: int,
+    confidence: float,
+) -> tuple[float, ...]:
+    """For every point of `grid`, the upper bound of f(point) - f(grid[ref]), f the log
+    objective (higher is better), by a Gaussian process fitted to the means `y` at `x` (their
+    noise variances `noise`): constant mean integrated out, Matern 5/2 with a length scale per
+    axis, its hyperparameters (length scales, amplitude, misfit) taken over a fixed grid and
+    weighted by their marginal likelihood (no optimiser, no randomness: the same data give the
+    same figures). The bound is the larger of the mixture's mean + `confidence` sd and every
+    likely hyperparameter's own, so that a surface the data leave open (a narrow peak between
+    points measured) keeps its unmeasured points open too."""
+    xa = np.asarray(x, dtype=np.float64)  # (n, A)
+    ya = np.asarray(y, dtype=np.float64)
+    ga = np.asarray(grid, dtype=np.float64)  # (N, A)
+    n, axes = xa.shape
+    scales = np.asarray(_scales(axes), dtype=np.float64)  # (S, A)
+    inv = 1.0 / scales**2
+    c_xx = _matern(np.sqrt(np.einsum("ija,sa->sij", (xa[:, None] - xa[None]) ** 2, inv)))
+    c_gx = _matern(np.sqrt(np.einsum("mja,sa->smj", (ga[:, None] - xa[None]) ** 2, inv)))
+    c_gr = _matern(np.sqrt(((ga - ga[ref]) ** 2) @ inv.T)).T  # (S, N): corr with the reference
+    amp2 = np.asarray(AMPLITUDES, dtype=np.float64) ** 2
+    nug = np.asarray(NUGGETS, dtype=np.float64)
+    # every combination h = (scale, amplitude, nugget), flattened in that order
+    n_s, n_a, n_n = len(scales), len(amp2), len(nug)
+    diag = nug[:, None] + np.asarray(noise, dtype=np.float64)[None, :]  # (n_n, n)
+    k = amp2[None, :, None, None, None] * c_xx[:, None, None]
+    k = (k + (np.eye(n)[None] * diag[:, None, :])[None, None]).reshape(-1, n, n)
+    chol = np.linalg.cholesky(k)
+    linv = np.linalg.inv(chol)  # L^-1, (h, n, n)
+    li1 = linv.sum(axis=2)  # L^-1 1
+    liy = linv @ ya
+    s = np.einsum("hi,hi->h", li1, li1)  # 1' K^-1 1
+    mhat = np.einsum("hi,hi->h", li1, liy) / s  # the constant mean (generalised least squares)
+    lir = liy - mhat[:, None] * li1
+    loglik = (  # restricted: the constant mean integrated out
+        -0.5 * np.einsum("hi,hi->h", lir, lir)
+        - np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        - 0.5 * np.log(s)
+    )
+    w = np.exp(loglik - loglik.max())
+    w /= w.sum()
+    amp_h = np.broadcast_to(amp2[None, :, None], (n_s, n_a, n_n)).reshape(-1)
+    scale_h = np.repeat(np.arange(n_s), n_a * n_n)
+    k_gx = amp_h[:, None, None] * c_gx[scale_h]  # (h, N, n)
+    alpha = np.einsum("hji,hj->hi", linv, lir)  # K^-1 (y - mhat)
+    level = mhat[:, None] + np.einsum("hmn,hn->hm", k_gx, alpha)  # (h, N): the mean at each
+    g = k_gx - k_gx[:, ref, None, :]  # cov(f(point) - f(ref), data)
+    lig = linv @ np.swapaxes(g, 1, 2)  # (h, n, N)
+    prior = 2.0 * amp_h[:, None] * (1.0 - c_gr[scale_h])
+    one_g = np.einsum("hn,hnm->hm", li1, lig)  # the mean's own uncertainty, integrated out
+    var = np.maximum(prior - np.einsum("hnm,hnm->hm", lig, lig) + one_g**2 / s[:, None], 0.0)
+    mean = level - level[:, ref, None]
+    mix_mean = w @ mean
+    mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
+    bound = mix_mean + confidence * mix_sd
+    likely = loglik >= loglik.max() - LIKELY
+    bound = np.maximum(bound, (mean + confidence * np.sqrt(var))[likely].max(axis=0))
+    return tuple(float(v) for v in bound)
+
+
+# ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class _Space:
+    """The grid, the points in point order, and each point's position with every axis scaled
+    to [0, 1] from its first value to its last (by rank: the grid's values are chosen steps)."""
+
+    grid: Grid
+    order: Mapping[str, int]
+    every: tuple[str, ...]
+    coords: tuple[tuple[float, ...], ...]  # in the order of `every`
+
+    @classmethod
+    def of(cls, grid: Grid, order: Mapping[str, int]) -> _Space:
+        every = tuple(sorted(grid.index, key=order.__getitem__))
+        coords = tuple(
+            tuple(i / (len(axis) - 1) for i, axis in zip(grid.index[pid], grid.axes, strict=True))
+            for pid in every
+        )
+        return cls(grid, order, every, coords)
+
+
+def _logs(values: Mapping[str, Sequence[float]], higher_is_better: bool) -> dict[str, list[float]]:
+    """The objective in logs (relative differences; negated when lower is better); values at or
+    below 0 count as a thousandth of the largest one measured."""
+    top = max((abs(v) for vs in values.values() for v in vs), default=1.0) or 1.0
+    sign = 1.0 if higher_is_better else -1.0
+    return {pid: [sign * math.log(max(v, top * 1e-3)) for v in vs] for pid, vs in values.items()}
+
+
+def _noise(logs: Mapping[str, Sequence[float]]) -> float:
+    """The pooled variance of one repetition (logs), from every point with two or more; none
+    such: 0 (the model's misfit then stands for it)."""
+    ss, df = 0.0, 0
+    for vs in logs.values():
+        if len(vs) >= 2:
+            m = math.fsum(vs) / len(vs)
+            ss += math.fsum((v - m) ** 2 for v in vs)
+            df += len(vs) - 1
+    return ss / df if df else 0.0
+
+
+def _gains(
+    space: _Space, values: Mapping[str, Sequence[float]], best: str, strategy: ModelSearch
+) -> dict[str, float]:
+    """Every point's bound on its gain over `best` (logs), by the model fitted to every point
+    measured, in point order (the figures do not depend on the order the measurements came in)."""
+    logs = _logs(values, strategy.higher_is_better)
+    var1 = _noise(logs)
+    place = {pid: i for i, pid in enumerate(space.every)}
+    ids = sorted(logs, key=space.order.__getitem__)
+    x = tuple(space.coords[place[pid]] for pid in ids)
+    y = tuple(math.fsum(logs[pid]) / len(logs[pid]) for pid in ids)
+    noise = tuple(max(var1 / len(logs[pid]), NOISE_FLOOR) for pid in ids)
+    bounds = _bounds(x, y, noise, space.coords, place[best], strategy.confidence)
+    return dict(zip(space.every, bounds, strict=True))
+
+
+# ---------------------------------------------------------------- one step
+
+
+@dataclass(frozen=True)
+class _Step:
+    picks: tuple[str, ...]  # the next round's points ((): the search is over)
+    gain: float | None  # the largest bound on an unmeasured point's gain (0.03: 3 %)
+    ahead: tuple[str, ...]  # the points it would measure next, most promising first
+    why: str
+
+
+def _design(space: _Space, tried: Iterable[str], free: Sequence[str], count: int) -> list[str]:
+    """Space-filling picks: the point nearest the grid's centre when nothing was tried, then each
+    time the point farthest from every point tried or picked (the first in point order among
+    equals)."""
+    place = {pid: i for i, pid in enumerate(space.every)}
+    taken = [space.coords[place[pid]] for pid in sorted(tried, key=space.order.__getitem__)]
+    left = list(free)
+    picks: list[str] = []
+    while left and len(picks) < count:
+
+        def score(pid: str) -> tuple[float, int]:
+            c = space.coords[place[pid]]
+            if not taken:
+                return (round(sum((v - 0.5) ** 2 for v in c), 12), space.order[pid])
+            near = min(sum((a - b) ** 2 for a, b in zip(c, t, strict=True)) for t in taken)
+            return (-round(near, 12), space.order[pid])
+
+        pick = min(left, key=score)
+        picks.append(pick)
+        taken.append(space.coords[place[pick]])
+        left.remove(pick)
+    return picks
+
+
+def _step(
+    space: _Space,
+    values: Mapping[str, Sequence[float]],
+    failed: Iterable[str],
+    best: str | None,
+    strategy: ModelSearch,
+) -> _Step:
+    """What the data say: the next round's points, or that the search is over and why."""
+    tried = {*values, *failed}
+    free = [pid for pid in space.every if pid not in tried]
+    if not free:
+        return _Step((), 0.0, (), "settled: every point is measured")
+    if best is None or len(tried) < strategy.initial or len(values) < 2:
+        count = max(strategy.initial - len(tried), 1)
+        picks = tuple(_design(space, tried, free, count))
+        return _Step(picks, None, picks, "first round: too few points measured to model")
+    bound = _gains(space, values, best, strategy)
+    ranked = sorted(free, key=lambda pid: (-round(bound[pid], 12), space.order[pid]))
+    ahead = tuple(ranked[:NEXT_SHOWN])
+    gain = math.expm1(bound[ranked[0]])
+    if gain > strategy.margin:
+        why = f"an unmeasured point may beat the best by up to {gain:.1%} by the model"
+        return _Step((ranked[0],), gain, ahead, why)
+    why = (
+        f"settled: no unmeasured point can beat the best by more than {strategy.margin:.1%} "
+        f"by the model (the largest possible gain {max(gain, 0.0):.1%}, at "
+        f"{strategy.confidence:g} sd)"
+    )
+    return _Step((), gain, ahead, why)
+
+
+# ---------------------------------------------------------------- the state
+
+
+def replay(
+    points: Sequence[P],
+    grid: Grid,
+    measurements: Iterable[Measurement],
+    strategy: ModelSearch,
+    warm: Iterable[Measurement] = (),
+) -> ModelState[P]:
+    """The search state the recorded measurements give (see the module docstring). `warm`:
+    measurements taken before the search (another sweep's, under the same identity): known from
+    the first round on, never scheduled, no restart; a failed one (no values) is not known.
+    ValueError for a grid of one point and for a max_restarts below the first round's."""
+    order = _check_points(points)
+    if len(points) < 2:
+        raise ValueError(
+            f"only one point to search ({points[0].point_id}): a search needs two or more "
+            "(search=grid measures it)"
+        )
+    if set(grid.index) != set(order):
+        raise ValueError("grid: its points are not the points searched")
+    by_id = {p.point_id: p for p in points}
+    space = _Space.of(grid, order)
+    values: dict[str, tuple[float, ...]] = {
+        m.point_id: m.values for m in warm if m.level == 0 and m.values and m.point_id in order
+    }
+    warm_pts = tuple(by_id[pid] for pid in sorted(values, key=order.__getitem__))
+    recorded = {m.point_id: m for m in measurements if m.level == 0 and m.point_id in order}
+    budget = math.inf if strategy.max_restarts is None else strategy.max_restarts
+    failed: set[str] = set()
+    rounds: list[Round[P]] = []
+    running: str | None = None
+    used = 0
+    known: dict[str, Stats] = {}
+
+    def ranking() -> tuple[P, ...]:
+        for pid, v in values.items():
+            if pid not in known:
+                known[pid] = stats(v)
+        ids = sorted(values, key=order.__getitem__)
+        return tuple(rank((by_id[i] for i in ids), known, strategy.higher_is_better))
+
+    def state(pending: tuple[Run[P], ...], verdict: Verdict) -> ModelState[P]:
+        ranked = ranking()
+        stats_now = {p.point_id: known[p.point_id] for p in ranked}
+        return ModelState(
+            strategy, tuple(points), tuple(rounds), pending, verdict, warm_pts, ranked, stats_now
+        )
+
+    while True:
+        ranked = ranking()
+        best = ranked[0].point_id if ranked else None
+        step = _step(space, values, failed, best, strategy)
+        if not step.picks:
+            return state((), Verdict(True, step.gain, strategy.margin, step.ahead, step.why))
+        if not rounds and len(step.picks) > budget:
+            raise ValueError(
+                f"max_restarts={strategy.max_restarts}: the first round needs "
+                f"{len(step.picks)} restarts (a design of {strategy.initial} points"
+                + (f", {len(values)} of them measured before" if values else "")
+                + f"); give at least {len(step.picks)}"
+            )
+        if used >= budget:
+            cut = tuple(Skipped(by_id[pid], 0, BUDGET_REASON) for pid in step.ahead)
+            rounds.append(Round(len(rounds), 0, (), cut, complete=True))
+            gain = "" if step.gain is None else f" by up to {step.gain:.1%}"
+            why = (
+                f"not settled: max_restarts={strategy.max_restarts} spent; an unmeasured point "
+                f"may still beat the best{gain} by the model"
+            )
+            return state((), Verdict(False, step.gain, strategy.margin, step.ahead, why))
+        cands = [by_id[pid] for pid in step.picks]
+        runs, _ = _schedule(cands, order, 0, running, budget - used, BUDGET_REASON)
+        pending = tuple(r for r in runs if r.point.point_id not in recorded)
+        if pending:
+            rounds.append(Round(len(rounds), 0, runs))
+            names = tuple(r.point.point_id for r in pending)
+            return state(pending, Verdict(False, step.gain, strategy.margin, names, step.why))
+        fails = []
+        for r in runs:
+            pid = r.point.point_id
+            if recorded[pid].values:
+                values[pid] = recorded[pid].values
+            else:
+                failed.add(pid)
+                fails.append(r.point)
+        used += sum(r.restart for r in runs)
+        running = runs[-1].point.point_id
+        ranked = ranking()
+        measured = {p.point_id: known[p.point_id] for p in ranked}
+        rounds.append(
+            Round(len(rounds), 0, runs, (), measured, ranked, tuple(fails), complete=True)
+        )
+
+
+def search(
+    points: Sequence[P],
+    grid: Grid,
+    measure: Callable[[P, int], Sequence[float]],
+    strategy: ModelSearch,
+    measurements: Iterable[Measurement] = (),
+    warm: Iterable[Measurement] = (),
+) -> tuple[ModelState[P], list[Measurement]]:
+    """The whole search with `measure(point, 0) -> values` (one per repetition; []: failed),
+    continuing from `measurements`, seeded by `warm`. Returns the final state and the search's
+    own measurements (the warm ones not among them)."""
+    recorded = list(measurements)
+    seeds = list(warm)
+    state = replay(points, grid, recorded, strategy, seeds)
+    while not state.done:
+        for run in state.pending:
+            values = tuple(float(v) for v in measure(run.point, run.level))
+            recorded.append(Measurement(run.point.point_id, run.level, values))
+        state = replay(points, grid, recorded, strategy, seeds)
+    return state, recorded
+
+
+def describe(state: ModelState[P]) -> list[str]:
+    """The report's lines: the warm starts, one line per round, the points left out and why,
+    the verdict with the points it would measure next, then the outcome."""
+    lines = []
+    if state.warm:
+        ids = ", ".join(p.point_id for p in state.warm)
+        lines.append(f"warm start (measured before under the same identity, no restart): {ids}")
+    for rnd in state.rounds:
+        if not rnd.runs:
+            continue
+        ids = ", ".join(r.point.point_id for r in rnd.runs)
+        line = f"round {rnd.index} level 0: {ids} ({sum(r.restart for r in rnd.runs)} restarts)"
+        if rnd.ranking:
+            line += f"; best so far {rnd.ranking[0].point_id}"
+        if rnd.failed:
+            line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
+        lines.append(line)
+    verdict = state.verdict
+    if state.done and verdict is not None:
+        measured = set(state.by_id) | {p.point_id for rnd in state.rounds for p in rnd.failed}
+        never = [p.point_id for p in state.points if p.point_id not in measured]
+        if never:
+            why = (
+                f"by the model none beats the best by more than {verdict.margin:.1%}"
+                if verdict.settled
+                else "the restart budget ran out"
+            )
+            lines.append(f"not measured ({why}): {', '.join(never)}")
+        line = verdict.reason
+        if verdict.next:
+            line += f"; next to measure: {', '.join(verdict.next)}"
+        lines.append(line)
+    best = state.best
+    lines.append(
+        "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"
+    )
+    return lines

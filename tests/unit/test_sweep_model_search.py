@@ -1,0 +1,279 @@
+"""sweep.model_search: the model search over the grid, alone and as `sweep.yml -e search=model`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_sweep_fakes import plan_input
+from test_sweep_planner import drive, start
+from test_sweep_store import CAPABILITIES, planned
+from test_sweep_store import measure as measure_all
+
+from sweep import descent, layout, model_search, objectives, search_rounds
+from sweep.__main__ import main
+from sweep.model_search import ModelSearch, describe, replay, search
+from sweep.params import SweepInputError
+from sweep.plan import make_plan
+from sweep.points import Point, same_servers
+from sweep.report import write_report
+from sweep.search import Measurement
+
+BUDGETS = (8, 16, 24, 32, 48, 64, 80, 96)
+TOPKS = (1, 2, 3, 4, 5, 6)
+Measure = Callable[[Point, int], list[float]]
+
+
+def points() -> list[Point]:
+    pts = [Point("DDTREE", b, k, 2048) for b in BUDGETS for k in TOPKS]
+    return sorted(pts, key=Point.sort_key)
+
+
+def grid_of(pts: list[Point]) -> descent.Grid:
+    return descent.Grid.of({p.point_id: (p.budget, p.topk) for p in pts})
+
+
+def surface(f: Callable[[int, int], float], noise: float = 0.01) -> Measure:
+    """Three repetitions at +-`noise` around f(budget index, topk index)."""
+
+    def value(p: Point, level: int) -> list[float]:
+        assert level == 0  # every run is the full bench
+        v = f(BUDGETS.index(p.budget), TOPKS.index(p.topk))
+        return [v * (1 - noise), v, v * (1 + noise)]
+
+    return value
+
+
+def ridge(i: int, j: int) -> float:
+    """Budget and topk interact: the best topk grows with the budget (a diagonal ridge); along
+    the ridge the objective rises to b64-k6."""
+    return 100.0 * 2 ** (-((i - j) ** 2) / 2) + 10.0 * (i + j) + 20.0
+
+
+def two_peaks(i: int, j: int) -> float:
+    """A lower peak near the centre (b32-k3), the higher one at b96-k6."""
+    low = 80.0 * 2 ** (-((i - 3) ** 2 + (j - 2) ** 2) / 2)
+    high = 100.0 * 2 ** (-((i - 7) ** 2 + (j - 5) ** 2) / 3)
+    return 20.0 + low + high
+
+
+def true_best(f: Callable[[int, int], float]) -> str:
+    return max(points(), key=lambda p: f(BUDGETS.index(p.budget), TOPKS.index(p.topk))).point_id
+
+
+@pytest.mark.parametrize(
+    ("f", "best"), [(ridge, "ddtree-b64-k6-w2048"), (two_peaks, "ddtree-b96-k6-w2048")]
+)
+def test_it_finds_the_best_where_descent_stops_short(
+    f: Callable[[int, int], float], best: str
+) -> None:
+    pts, measure_ = points(), surface(f)
+    assert true_best(f) == best
+    lost, _ = descent.search(pts, grid_of(pts), measure_, descent.Descent())
+    assert lost.best is not None and lost.best.point_id != best  # descent ends short of it
+    state, recorded = search(pts, grid_of(pts), measure_, ModelSearch())
+    assert state.done and state.best is not None and state.best.point_id == best
+    assert state.restarts == len(recorded) <= 0.4 * len(pts)
+    assert state.verdict is not None and state.verdict.settled
+
+
+def test_it_stops_when_no_unmeasured_point_can_beat_the_best_and_says_by_how_much() -> None:
+    pts = points()
+    state, _ = search(pts, grid_of(pts), surface(ridge), ModelSearch())
+    v = state.verdict
+    assert v is not None and v.settled and v.gain is not None and v.gain <= 0.02
+    figure = re.match(
+        r"settled: no unmeasured point can beat the best by more than 2\.0% by the model "
+        r"\(the largest possible gain (\d+\.\d)%, at 2 sd\)$",
+        v.reason,
+    )
+    assert figure is not None and float(figure[1]) == round(max(v.gain, 0.0) * 100, 1)
+    assert len(v.next) == model_search.NEXT_SHOWN
+    measured = set(state.by_id)
+    assert not measured & set(v.next)
+    lines = describe(state)
+    assert lines[-2] == f"{v.reason}; next to measure: {', '.join(v.next)}"
+    assert lines[-3].startswith("not measured (by the model none beats the best by more than 2.0%)")
+    assert lines[-1] == "best: ddtree-b64-k6-w2048"
+
+
+def test_max_restarts_cuts_it_and_the_answer_is_not_settled() -> None:
+    pts = points()
+    state, recorded = search(pts, grid_of(pts), surface(two_peaks), ModelSearch(max_restarts=8))
+    assert state.done and state.restarts == len(recorded) == 8
+    v = state.verdict
+    assert v is not None and not v.settled and v.gain is not None and v.gain > 0.02
+    assert v.reason.startswith(
+        f"not settled: max_restarts=8 spent; an unmeasured point may still beat the best by up "
+        f"to {v.gain:.1%} by the model"
+    )
+    assert v.next and not set(v.next) & set(state.by_id)
+    assert [s.point.point_id for s in state.skipped] == list(v.next)
+    lines = describe(state)
+    assert lines[-3].startswith("not measured (the restart budget ran out): ")
+    assert lines[-2].endswith(f"; next to measure: {', '.join(v.next)}")
+
+
+def test_warm_starts_seed_the_search_and_cost_no_restart() -> None:
+    pts = points()
+    g = grid_of(pts)
+    measure_ = surface(two_peaks)
+    cold, _ = search(pts, g, measure_, ModelSearch())
+    first = [r.point for r in cold.rounds[0].runs]
+    warm = [Measurement(p.point_id, 0, tuple(measure_(p, 0))) for p in first[:4]]
+    state, recorded = search(pts, g, measure_, ModelSearch(), warm=warm)
+    assert [p.point_id for p in state.warm] == [m.point_id for m in warm]
+    ran = {r.point.point_id for rnd in state.rounds for r in rnd.runs}
+    assert not ran & {m.point_id for m in warm}  # never started
+    assert len(state.rounds[0].runs) == ModelSearch().initial - 4
+    assert state.restarts == len(recorded)
+    assert state.best is not None and state.best.point_id == "ddtree-b96-k6-w2048"
+    assert describe(state)[0].startswith(
+        "warm start (measured before under the same identity, no restart): "
+    )
+    # a max_restarts the first round needs only with the warm starts
+    with pytest.raises(ValueError, match="max_restarts=3: the first round needs 7 restarts"):
+        replay(pts, g, [], ModelSearch(max_restarts=3))
+    assert replay(pts, g, [], ModelSearch(max_restarts=3), warm).pending
+
+
+def test_twins_left_out_of_the_grid_are_holes_not_points() -> None:
+    pts = [p for p in points() if not (p.budget == 8 and p.topk > 1)]  # the chain: one server
+    state, recorded = search(pts, grid_of(pts), surface(ridge), ModelSearch())
+    assert state.best is not None and state.best.point_id == "ddtree-b64-k6-w2048"
+    assert {m.point_id for m in recorded} <= {p.point_id for p in pts}
+
+
+def test_replay_resumes_from_any_subset_of_the_recorded_runs_and_failures_do_not_end_it() -> None:
+    pts = points()
+    g = grid_of(pts)
+    value = surface(two_peaks)
+    centre = replay(pts, g, [], ModelSearch()).pending[0].point.point_id
+
+    def measure_(p: Point, level: int) -> list[float]:
+        return [] if p.point_id == centre else value(p, level)
+
+    full, recorded = search(pts, g, measure_, ModelSearch())
+    assert full.best is not None and full.best.point_id == "ddtree-b96-k6-w2048"
+    assert [p.point_id for p in full.rounds[0].failed] == [centre]
+    for cut in range(0, len(recorded), 3):
+        again, _ = search(pts, g, measure_, ModelSearch(), recorded[:cut])
+        assert again.best == full.best and again.restarts == full.restarts
+
+
+def test_bad_strategies_and_grids_are_refused() -> None:
+    pts = points()
+    for bad, named in [
+        ({"max_restarts": 0}, "max_restarts=0"),
+        ({"margin": 1.5}, "margin=1.5"),
+        ({"confidence": 0}, "confidence=0"),
+        ({"initial": 1}, "initial=1"),
+    ]:
+        with pytest.raises(ValueError, match=named):
+            ModelSearch(**bad)
+    one = pts[:1]
+    with pytest.raises(ValueError, match="only one point to search"):
+        replay(one, grid_of(one), [], ModelSearch())
+    assert search_rounds.strategy({}, objectives.make("tpot"), "model") == ModelSearch(
+        None, higher_is_better=False
+    )
+    with pytest.raises(search_rounds.SearchInputError, match="halving_run_on=true: only with"):
+        search_rounds.strategy({"halving_run_on": "true"}, objectives.make(), "model")
+
+
+# ---------------------------------------------------------------- as search=model
+
+GRID = {"budget": "8,16,32,48,64", "topk": "1,2,4,6", "window": "1024,2048", "search": "model"}
+TWINS = 14  # per window: b8 k2/k4/k6 (a chain), b16 k4/k6 (width 2), b32 k6, b48 k6 (width 4)
+
+
+def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
+    tmp_path: Path,
+) -> None:
+    d = start(tmp_path, baseline="false", **GRID)
+    handed = [pid for _, pid, _, _ in drive(d, ["h1", "h2"])]
+    info = json.loads((d / "search.json").read_text())
+    assert info["search"] == "model" and info["done"]
+    assert info["grid_restarts"] == 40 - TWINS  # a twin is no point of its own
+    assert len(handed) == len(set(handed)) == info["restarts"] < 0.6 * info["grid_restarts"]
+    every = [
+        Point("DDTREE", b, k, w)
+        for b in (8, 16, 32, 48, 64)
+        for k in (1, 2, 4, 6)
+        for w in (1024, 2048)
+    ]
+    twins = same_servers(every, 16)
+    assert len(twins) == TWINS and not set(twins) & (set(handed) | set(info["points"]))
+    # a twin of a point measured is recorded as its measurement
+    copied = [t for t, (rep, _) in twins.items() if rep in handed]
+    assert copied and all(layout.point_status(d, t) == "complete" for t in copied)
+    assert info["best"] == "ddtree-b64-k6-w2048"  # test_sweep_planner.speed: the largest
+    v = info["verdict"]
+    assert v["settled"] and v["gain"] <= 0.02 and len(v["next"]) == model_search.NEXT_SHOWN
+    out = write_report(d, with_plots=False)
+    md = Path(out["report"]).read_text()
+    assert "Model search (tie margin 2.0%, bound at 2.0 sd, max_restarts none)" in md
+    assert "Settled: by the model no point it did not measure beats the answer" in md
+    assert f"- {v['reason']}; next to measure: {', '.join(v['next'])}\n" in md
+    assert "settled: no unmeasured point can beat the best by more than 2.0% by the model" in md
+    assert out["incomplete"] == []
+
+
+def test_a_restart_budget_leaves_it_not_settled_in_the_report(tmp_path: Path) -> None:
+    d = start(tmp_path, baseline="false", max_restarts="8", **GRID)
+    handed = drive(d, ["h1"])
+    assert len(handed) == 8
+    info = json.loads((d / "search.json").read_text())
+    assert info["done"] and not info["verdict"]["settled"] and info["verdict"]["next"]
+    md = Path(write_report(d, with_plots=False)["report"]).read_text()
+    assert "Not settled: the restart budget ran out" in md
+    assert "- not settled: max_restarts=8 spent; an unmeasured point may still beat" in md
+    assert f"next to measure: {', '.join(info['verdict']['next'])}\n" in md
+
+
+def test_points_measured_before_under_the_same_identity_are_warm_starts(tmp_path: Path) -> None:
+    first = planned(tmp_path, budget="32,48", sweep_name="first")
+    measure_all(tmp_path, first)
+    cli = {"budget": "16,32,48,64", "search": "model", "sweep_name": "second"}
+    second = planned(tmp_path, **cli)
+    out = second.to_dict()
+    warm = ["ddtree-b32-k4-w2048", "ddtree-b48-k4-w2048"]
+    assert out["search"]["warm"] == warm
+    status = {p["id"]: p["status"] for p in out["points"]}
+    assert [status[pid] for pid in warm] == ["reused", "reused"]  # copied, not run
+    assert [i["id"] for i in out["queue"] if not i["baseline"]] == [
+        "ddtree-b16-k4-w2048",
+        "ddtree-b64-k4-w2048",
+    ]
+    assert out["search"]["restarts"] == 2
+    assert out["search"]["rounds"][0].startswith("warm start (measured before under the same")
+    # copied into the sweep, they stay warm starts in every later plan
+    again = make_plan({**plan_input(tmp_path, **cli), "server": CAPABILITIES}).to_dict()
+    assert again["search"]["warm"] == warm and again["search"]["restarts"] == 2
+
+
+def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any) -> None:
+    cases = [
+        ({"search": "walk"}, "search=walk: choose one of grid, halving, descent, model"),
+        ({**GRID, "max_restarts": "3"}, "search=model: max_restarts=3: the first round needs 7"),
+        ({**GRID, "budget": "32", "topk": "4", "window": "2048"}, "only one point to search"),
+        # twins: budget 8 is a chain whatever topk, so two topks are one server
+        ({**GRID, "budget": "8", "topk": "2,4", "window": "2048"}, "only one point to search"),
+        ({**GRID, "halving_eta": "2"}, "halving_eta=2: only with search=halving"),
+    ]
+    for cli, named in cases:
+        with pytest.raises(SweepInputError, match=re.escape(named)):
+            make_plan(plan_input(tmp_path, **{**cli, "sweep_name": "s"}))
+    assert not (tmp_path / "s").exists()
+    # the command line: exit 2 and the message, nothing written
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(plan_input(tmp_path, **{**GRID, "max_restarts": 2})))
+    with open(path) as f, pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.stdin", f)
+        assert main(["plan"]) == 2
+    assert "max_restarts=2: the first round needs 7 restarts" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
