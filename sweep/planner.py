@@ -44,10 +44,13 @@ FORKS_ENV = "SGLANG_SWEEP_FORKS"  # likewise: the playbook's forks
 
 def max_runs(plan: Plan, search_levels: int) -> int:
     """The most runs an invocation can hand out: every point at every level it may reach, the
-    baselines once, and a take-over per host."""
-    searched = sum(1 for p in plan.points if not p.is_baseline)
-    baselines = len(plan.points) - searched
-    return searched * max(search_levels, 1) + baselines + len(plan.hosts)
+    baselines once, and a take-over per host. A search plans a round at a time, but one
+    invocation runs it to its end: every point of its grid may be reached."""
+    root = _root_plan(plan)
+    searched = sum(1 for p in root.points if not p.is_baseline)
+    baselines = len(root.points) - searched
+    reachable = max(searched, len((plan.search or {}).get("points") or []))
+    return reachable * max(search_levels, 1) + baselines + len(root.hosts)
 
 
 def start(inp: dict[str, Any], forks: int | None = None) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def start(inp: dict[str, Any], forks: int | None = None) -> dict[str, Any]:
     _record(plan)
     levels = int(((plan.search or {}).get("strategy") or {}).get("levels") or 1)
     out = plan.to_dict()
-    out["max_runs"] = max_runs(_root_plan(plan), levels)
+    out["max_runs"] = max_runs(plan, levels)
     sweep_dir = _root_dir(plan)
     # where `next` is asked and the report is written (a search's screening levels are siblings)
     out["root"] = str(sweep_dir)

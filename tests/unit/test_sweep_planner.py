@@ -182,6 +182,23 @@ def test_a_descent_over_a_72_point_grid_finishes_in_one_invocation(tmp_path: Pat
     assert 1 < len(handed) < 72
 
 
+@pytest.mark.parametrize("search", ["descent", "model"])
+def test_the_playbook_asks_often_enough_for_a_search_to_end_in_one_run(
+    tmp_path: Path, search: str
+) -> None:
+    """sweep.yml asks `max_runs` times per host: a search plans a round at a time, so the bound
+    must cover its whole grid, not its first round (the demo's 6 x 4 x 3 descent stopped after
+    6 asks, "search not over")."""
+    grid = {"budget": "4,8,16,24,32,48", "topk": "1,2,3,4", "window": "1024,2048,4096"}
+    out = planner.start(plan_input(tmp_path, sweep_name="s", search=search, **grid), None)
+    handed = drive(Path(out["root"]), ["h1"])
+    info = json.loads((Path(out["root"]) / "search.json").read_text())
+    assert info["done"]
+    assert len(handed) <= out["max_runs"]
+    # every point of the grid it searches (twins left out) could be reached
+    assert out["max_runs"] >= len(info["points"]) > 7
+
+
 def _host(args: tuple[str, str, int, float]) -> list[str]:
     """One host of the 32: from a common start, ask, 'run' (a little sleep, then the record),
     until done. Lines: "<time> run <point>", "<time> wait", "<time> done"."""
