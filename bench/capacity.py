@@ -109,14 +109,15 @@ class Search:
 
     @property
     def low(self) -> float | None:
-        """The highest rate measured that meets the SLO, with none below it missing."""
+        """The highest rate measured that meets the SLO."""
         met = [t.rate for t in self.trials if t.met]
         return max(met) if met else None
 
     @property
     def high(self) -> float | None:
-        """The lowest rate measured that misses it."""
-        missed = [t.rate for t in self.trials if not t.met]
+        """The lowest rate measured that misses it (an invalid trial measured the client: it
+        bounds nothing)."""
+        missed = [t.rate for t in self.trials if t.valid and not t.met]
         return min(missed) if missed else None
 
     @property

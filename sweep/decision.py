@@ -20,7 +20,8 @@ from typing import Any
 from sweep.objectives import Objective
 from sweep.stats import compare_repetitions, estimate
 
-CELL_KEYS = ("context", "concurrency", "output_len", "category")
+# request_rate: an open-loop cell (None for a closed-loop one, whose load is its concurrency)
+CELL_KEYS = ("context", "concurrency", "request_rate", "output_len", "category")
 
 
 def objective_columns(values: list[float]) -> dict[str, Any]:

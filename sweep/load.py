@@ -23,7 +23,7 @@ from sweep.params import SweepInputError, absent, items, positive_int
 
 LOADS = ("closed", "capacity")
 CAPACITY_OBJECTIVE = "capacity"  # ranks points by their capacity (sweep/capacity.py)
-OPEN_LOOP_KEYS = ("burstiness", "max_concurrency", "open_loop_seconds")
+OPEN_LOOP_KEYS = ("burstiness", "max_concurrency", "open_loop_seconds", "max_send_lag_ms")
 CAPACITY_KEYS = (
     "capacity_start_rate",
     "capacity_precision",

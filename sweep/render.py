@@ -384,9 +384,14 @@ def to_markdown(
 def best_line(c: dict[str, Any], objective: Objective) -> str:
     """One human-readable line per cell for the playbook's output."""
     spec, unit = _spec_unit([c], objective)
+    load = (
+        f"c {c['concurrency']}"
+        if c.get("request_rate") is None
+        else f"rate {c['request_rate']:g}/s"
+        + (f" (cap {c['concurrency']})" if c["concurrency"] else "")
+    )
     where = (
-        f"ctx {size_label(c['context'])} c {c['concurrency']} "
-        f"out {size_label(c['output_len'])} {c['category']}"
+        f"ctx {size_label(c['context'])} {load} out {size_label(c['output_len'])} {c['category']}"
     )
     best = _value_ci(c["best_value"], c["best_ci"], c["best_n"], spec)
     if c["tie"]:

@@ -104,9 +104,10 @@ def write_report(
             else []
         ),
         "objective": objective if by_capacity else obj.name,
-        "best": (load_best if by_capacity else [])
-        + [render.best_line(c, obj) for c in cells]
-        + ([] if by_capacity else load_best)
+        # by capacity the cells are trials at each point's own rates: their winners mean little
+        "best": (
+            load_best if by_capacity else [render.best_line(c, obj) for c in cells] + load_best
+        )
         + [f"{p}: greedy-output check REFUSED: {verdicts[p].figures()}" for p in sorted(refused)]
         + render.search_summary(search),
         "cells": cells,

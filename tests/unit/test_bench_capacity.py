@@ -54,6 +54,7 @@ def test_an_invalid_trial_stops_the_search_naming_the_client():
     assert search.next_rate() is None
     result = search.result()
     assert result["settled"] is False
+    assert result["bracket"] == [1.0, None]  # the client's limit bounds nothing
     assert "client fell behind its schedule at 2 req/s (c-rate2)" in result["reason"]
 
 
