@@ -55,14 +55,26 @@ def _truth_figures(g: dict[str, Any]) -> tuple[float, list[float], float]:
     return ttft, itl(times, cumulative), tpot
 
 
-# Milliseconds against the server's own stamps: with the CPU shared (lint beside three test
-# workers on two cores) the emulator's loop stamps arrivals late (CI once: 99.9 vs 91.6 ms).
+# Milliseconds against the server's own stamps. The emulator stamps a request's `arrival` only
+# once its single loop has read and parsed it, so the server's TTFT is short of what any client
+# sees: by the wait for the CPU alone (up to 3.6 ms at concurrency 1 with both cores busy
+# elsewhere), and for a burst of 16 by the queue of parses before it too (4-8 ms on an idle 2-core
+# machine, 8.3 ms in one CI run: 99.9 vs 91.6 ms). The measured TTFT may lie above the server's by
+# `ttft_late_ms` more than the tolerance, never further below it.
 @pytest.mark.timing
 @pytest.mark.parametrize(
-    "concurrency, requests, repetitions, tolerance_ms", [(1, 12, 1, 2.0), (16, 16, 3, 5.0)]
+    "concurrency, requests, repetitions, tolerance_ms, ttft_late_ms",
+    [(1, 12, 1, 2.0, 4.0), (16, 16, 3, 5.0, 12.0)],
 )
 def test_timings_and_accept_length_match_ground_truth(
-    start_emulator, model_dirs, tmp_path, concurrency, requests, repetitions, tolerance_ms
+    start_emulator,
+    model_dirs,
+    tmp_path,
+    concurrency,
+    requests,
+    repetitions,
+    tolerance_ms,
+    ttft_late_ms,
 ):
     """Medians the package reports (median over repetitions of each cell's median) vs the same
     statistics of the emulator's server-side timestamps.
@@ -131,7 +143,9 @@ def test_timings_and_accept_length_match_ground_truth(
     for name in ("ttft", "itl", "tpot"):
         measured_median = agg[f"{name}_median_ms_median"]
         expected_median = statistics.median(truth_medians[name])
-        assert measured_median == pytest.approx(expected_median, abs=tolerance_ms), name
+        late = ttft_late_ms if name == "ttft" else 0.0
+        low, high = expected_median - tolerance_ms, expected_median + tolerance_ms + late
+        assert low <= measured_median <= high, (name, measured_median, expected_median)
     # the injected timings are what was measured (not two equal wrong figures)
     assert statistics.median(truth_medians["ttft"]) >= 40.0
     assert statistics.median(truth_medians["itl"]) == pytest.approx(15.0 / 3, rel=0.3)

@@ -58,6 +58,11 @@ def test_an_open_loop_cell_keeps_its_rate(start_emulator, model_dirs, tmp_path):
         "6",
         "--min-requests",
         "200",
+        # The client's headroom at the default 5 ms is benchmarks/client_headroom.py's figure. Here
+        # the bound only has to catch a client that does not keep its schedule, on a machine whose
+        # other processes may take the CPU (p99 6.25 ms with both cores busy elsewhere).
+        "--max-send-lag-ms",
+        "20",
     )
     assert rc == 0
     (rec,) = records.load_records(out)
@@ -69,7 +74,7 @@ def test_an_open_loop_cell_keeps_its_rate(start_emulator, model_dirs, tmp_path):
     assert s["scheduled_rate"] == pytest.approx(40.0, rel=0.02)
     assert s["achieved_rate"] == pytest.approx(40.0, rel=0.05)
     assert s["valid"] is True and s["invalid_reason"] is None
-    assert s["send_lag_ms"]["p99"] <= s["max_send_lag_ms"] == 5.0
+    assert s["send_lag_ms"]["p99"] <= s["max_send_lag_ms"] == 20.0
     assert s["peak_in_flight"] >= 2  # open loop: sent whatever was in flight
     reqs = records.load_requests(out, rec["cell"]["cell_id"])
     assert all(r["scheduled"] is not None and r["send_lag"] is not None for r in reqs)
