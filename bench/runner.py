@@ -211,7 +211,10 @@ async def run_cell(
     cpu0 = time.process_time()
     if cell.request_rate is not None:
         offsets = arrivals.schedule(
-            cell.num_requests, cell.request_rate, cell.burstiness or 1.0, seed
+            cell.num_requests,
+            cell.request_rate,
+            cell.burstiness or 1.0,
+            cell.arrival_seed(cfg.seed),
         )
         results, duration, peak = await run_open_loop(
             server.session,

@@ -68,8 +68,17 @@ class Cell:
 
     def seed(self, base: int) -> int:
         """Deterministic per-cell seed: repetitions get different prompts, reruns the same."""
-        digest = hashlib.sha256(f"{base}:{self.cell_id}".encode()).digest()
-        return int.from_bytes(digest[:8], "big")
+        return _digest_seed(f"{base}:{self.cell_id}")
+
+    def arrival_seed(self, base: int) -> int:
+        """Seed of an open-loop cell's schedule: the cell's without its rate, so every rate of
+        a cell family gets the same pattern of gaps, scaled (arrivals.schedule): a capacity
+        search's trials differ in their rate only, not in where Poisson's bursts fall."""
+        family = (
+            f"ctx{size_label(self.context)}-b{num_label(self.burstiness or 1.0)}"
+            f"-out{size_label(self.output_len)}-{self.category}-r{self.repetition}"
+        )
+        return _digest_seed(f"{base}:arrivals:{family}")
 
     def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "cell_id": self.cell_id, "point_id": self.point_id}
@@ -216,3 +225,7 @@ def parse_int_list(text: str, natural: bool = False) -> list[int]:
             raise BadArguments(f"{text!r}: lengths are positive integers or natural")
         out.append(value)
     return out
+
+
+def _digest_seed(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
