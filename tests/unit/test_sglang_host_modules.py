@@ -206,6 +206,15 @@ def test_port_held_by_a_stranger_names_it(tmp_path: Path) -> None:
     ]
 
 
+def test_a_strangers_api_key_is_never_shown(tmp_path: Path) -> None:
+    cmd = "python3 -m sglang.launch_server --port 30000 --api-key sekrit-9"
+    proc = fake_proc(tmp_path, {77: (30000, "impostor.service", cmd)})
+    found, unreadable = port.holders(30000, str(proc))
+    (problem,) = port.problems_for(30000, "sglang.service", found, unreadable)
+    assert "--api-key ********" in found[0]["command"] and "--api-key ********" in problem
+    assert "sekrit-9" not in repr(found) + problem
+
+
 def test_port_held_by_an_invisible_process(tmp_path: Path) -> None:
     proc = fake_proc(tmp_path, {77: (30000, "x.service", "x")})
     (proc / "77" / "fd" / "3").unlink()  # the socket exists but no visible process holds it

@@ -47,6 +47,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.sglang_port_owner import ProcReader, socket_holders
+from ansible.module_utils.sglang_secrets import redact_command_line
 
 
 def holders(port: int, proc: str = "/proc") -> tuple[list[dict[str, Any]], bool]:
@@ -56,8 +57,13 @@ def holders(port: int, proc: str = "/proc") -> tuple[list[dict[str, Any]], bool]
     if not inodes:
         return [], False
     pids, unreadable = socket_holders(procs, inodes, sorted(procs.all_pids()))
+    # a stray server's command line may carry its --api-key: hidden before it is shown anywhere
     found = [
-        {"pid": pid, "unit": procs.unit(pid), "command": procs.command_line(pid)[:160]}
+        {
+            "pid": pid,
+            "unit": procs.unit(pid),
+            "command": redact_command_line(procs.command_line(pid))[:160],
+        }
         for pid in pids
     ]
     # Something listens but no process we can see holds it: unreadable, whatever the fds said.
