@@ -46,16 +46,49 @@ def test_a_search_cut_by_its_trial_bound_is_not_settled():
     assert result["reason"] == "stopped at the bound of 4 trials"
 
 
-def test_an_invalid_trial_stops_the_search_naming_the_client():
+def test_an_invalid_trial_is_a_ceiling_the_search_stays_below():
+    search = Search(start_rate=4.0)
+    search.add(Trial(4.0, "c-rate4", 1.0, True))
+    search.add(Trial(8.0, "c-rate8", 1.0, True))
+    assert search.next_rate() == 16.0
+    # the client fell behind at 16 (the server saturated the CPUs): no bound on the server,
+    # the search goes on between what was met and where the client cannot measure
+    search.add(Trial(16.0, "c-rate16", 0.2, False, valid=False))
+    assert search.next_rate() == pytest.approx(math.sqrt(8 * 16))
+    search.add(Trial(11.3, "c-rate11.3", 0.5, False))  # a valid miss: the bracket [8, 11.3]
+    assert search.next_rate() == pytest.approx(math.sqrt(8 * 11.3))
+    assert search.high == 11.3 and search.low == 8.0
+    # an invalid trial that met the SLO does not raise the floor either
+    search.add(Trial(9.5, "c-rate9.5", 1.0, True, valid=False))
+    assert search.low == 8.0
+    assert search.next_rate() == pytest.approx(math.sqrt(8 * 9.5))
+
+
+def test_a_ceiling_within_precision_of_the_floor_ends_unsettled_naming_the_client():
     search = Search(start_rate=1.0)
     search.add(Trial(1.0, "c-rate1", 1.0, True))
-    assert search.next_rate() == 2.0
     search.add(Trial(2.0, "c-rate2", 1.0, False, valid=False))
+    assert search.next_rate() == pytest.approx(math.sqrt(2))
+    search.add(Trial(1.41, "c-rate1.41", 1.0, True))
+    search.add(Trial(1.45, "c-rate1.45", 1.0, False, valid=False))
     assert search.next_rate() is None
     result = search.result()
-    assert result["settled"] is False
-    assert result["bracket"] == [1.0, None]  # the client's limit bounds nothing
-    assert "client fell behind its schedule at 2 req/s (c-rate2)" in result["reason"]
+    assert result["settled"] is False and result["capacity"] is None
+    assert result["bracket"] == [1.41, None]  # the client's limit bounds nothing
+    assert "client fell behind its schedule at 1.45 req/s (c-rate1.45)" in result["reason"]
+    assert "at least 1.41 req/s" in result["reason"]
+
+
+def test_an_invalid_first_trial_halves_below_it():
+    search = Search(start_rate=8.0, min_rate=1.0)
+    search.add(Trial(8.0, "c-rate8", 0.0, False, valid=False))
+    assert search.next_rate() == 4.0
+    search.add(Trial(4.0, "c-rate4", 0.0, False))  # valid miss below the ceiling: halve on
+    assert search.next_rate() == 2.0
+    search = Search(start_rate=1.5, min_rate=1.0)
+    search.add(Trial(1.5, "c-rate1.5", 0.0, False, valid=False))
+    assert search.next_rate() is None
+    assert "below --capacity-min-rate" in search.result()["reason"]
 
 
 def test_a_server_that_misses_at_every_rate_stops_at_the_floor():
