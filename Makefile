@@ -32,9 +32,10 @@ unit: unit-parallel timing
 unit-parallel: venv
 	pytest -m "not releases and not timing" -n 3
 
-# Tests that compare measured milliseconds with the server's own: alone, after everything else.
+# Tests that compare measured milliseconds with the server's own: alone, after everything else;
+# a failure is run once more (scripts/timing.sh says why).
 timing: venv
-	pytest -m timing
+	bash scripts/timing.sh
 
 # Conformance with every real SGLang release (tests/releases): wheels and facts are cached in cache/.
 releases: image venv
@@ -52,16 +53,21 @@ demo-down:
 
 # Lint, unit and molecule all run even when one fails, so one CI run reports every failure. Lint
 # runs beside the unit tests (they mostly wait on servers); its output is printed after theirs.
-# The timing tests run after both, alone.
+# The timing tests run after both, alone. CI shows only the end of the output, so the failed
+# tests' one-line summaries (pytest's "FAILED ..." lines) are printed again last.
 test: deps venv
-	@failed=""; lint_log=$$(mktemp); \
-	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
-	$(MAKE) --no-print-directory unit-parallel || failed="$$failed unit"; \
+	@set -o pipefail; failed=""; logs=$$(mktemp -d); \
+	$(MAKE) --no-print-directory lint >"$$logs/lint" 2>&1 & lint_pid=$$!; \
+	$(MAKE) --no-print-directory unit-parallel 2>&1 | tee "$$logs/unit" || failed="$$failed unit"; \
 	wait $$lint_pid || failed="$$failed lint"; \
-	cat "$$lint_log"; rm -f "$$lint_log"; \
-	$(MAKE) --no-print-directory timing || failed="$$failed timing"; \
+	cat "$$logs/lint"; \
+	$(MAKE) --no-print-directory timing 2>&1 | tee "$$logs/timing" || failed="$$failed timing"; \
 	for target in releases molecule; do \
-	  $(MAKE) --no-print-directory $$target || failed="$$failed $$target"; \
+	  $(MAKE) --no-print-directory $$target 2>&1 | tee "$$logs/$$target" || failed="$$failed $$target"; \
 	done; \
+	grep -h -E '^(FAILED|ERROR) ' "$$logs"/unit "$$logs"/releases 2>/dev/null; \
+	grep -h -E '^timing: ' "$$logs"/timing 2>/dev/null; \
+	grep -h -E '^molecule(-all: failed|: )' "$$logs"/molecule 2>/dev/null; \
+	rm -rf "$$logs"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: lint, unit, timing, releases and molecule passed"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make timing: the tests that compare milliseconds the client measures with the server's own
+# (pytest -m timing). They run alone, but on a shared machine whose other tenants can still take
+# the CPU for a few seconds, which no tolerance that keeps the tests meaningful absorbs. A failed
+# test is therefore run once more, in a fresh process; it fails the suite only when it fails
+# twice. Every first-run failure is printed, so a flake is seen, never hidden.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+cache=$(mktemp -d)
+log=$(mktemp)
+trap 'rm -rf "$cache" "$log"' EXIT
+pytest -m timing -o cache_dir="$cache" "$@" 2>&1 | tee "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] && exit 0
+first=$(grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/timing: first run: /')
+echo "timing: running the failed tests once more"
+pytest -m timing -o cache_dir="$cache" --last-failed --last-failed-no-failures none "$@" 2>&1 |
+  tee "$log"
+rc=${PIPESTATUS[0]}
+echo "$first"
+if [ "$rc" -eq 0 ]; then
+  echo "timing: the failed tests passed when run again (first-run failures above)"
+else
+  grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/timing: failed again: /'
+  echo "timing: failed twice"
+fi
+exit "$rc"
