@@ -130,7 +130,9 @@ def role_defaults(role: str) -> dict[str, Any]:
     import yaml  # controller only: the hosts never plan
 
     path = ROLES / role / "defaults" / "main.yml"
-    return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    # libyaml's loader where PyYAML has it: the planner reads these on every host's `next`
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return dict(yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {})
 
 
 def host_settings(host: dict[str, Any]) -> dict[str, Any]:

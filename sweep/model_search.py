@@ -64,10 +64,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sweep.descent import Grid
 from sweep.search import (
@@ -87,7 +84,13 @@ from sweep.search import (
 BUDGET_REASON = "restart budget spent: not measured"
 NEXT_SHOWN = 3  # the points named as the next to measure
 
-Array = NDArray[np.float64]
+if TYPE_CHECKING:
+    # numpy is imported where the model is fitted: the planner answers every host's `next` with
+    # a fresh process, and a grid, halving or descent sweep never fits one
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Array = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,8 @@ class ModelState(State[P]):
 
 def _matern(r: Any) -> Array:
     """Matern 5/2 correlation at scaled distance r."""
+    import numpy as np
+
     s5 = math.sqrt(5.0) * r
     out: Array = (1.0 + s5 + s5 * s5 / 3.0) * np.exp(-s5)
     return out
@@ -174,6 +179,8 @@ def _matern(r: Any) -> Array:
 def _scales(n_axes: int) -> list[tuple[float, ...]]:
     """The length scales tried, per axis, in units of the axis's extent (its first to its last
     value): a few per axis, fewer the more axes there are (at most about 256 combinations)."""
+    import numpy as np
+
     per_axis = {1: 6, 2: 5, 3: 4, 4: 4, 5: 3}.get(n_axes, 2)
     base = np.geomspace(0.25, 2.0, per_axis)
     grids = np.meshgrid(*([base] * n_axes), indexing="ij")
@@ -203,6 +210,8 @@ def _bounds(
     same figures). The bound is the larger of the mixture's mean + `confidence` sd and every
     likely hyperparameter's own, so that a surface the data leave open (a narrow peak between
     points measured) keeps its unmeasured points open too."""
+    import numpy as np
+
     xa = np.asarray(x, dtype=np.float64)  # (n, A)
     ya = np.asarray(y, dtype=np.float64)
     ga = np.asarray(grid, dtype=np.float64)  # (N, A)
