@@ -19,6 +19,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from filelock import FileLock
+
 PIP_QUIET = ["-q", "--disable-pip-version-check"]
 
 
@@ -85,6 +87,19 @@ def build(project: Path, cache: Path, python_version: str, machine: str) -> tupl
     dest = cache / name
     if (dest / "COMPLETE").is_file():
         return dest, False
+    cache.mkdir(parents=True, exist_ok=True)
+    # setuptools builds in the source tree's own build/ whatever the wheel's name: two builds at
+    # once (hosts of two Pythons in one sweep, two controllers on one checkout) write the same
+    # files and one of them fails or packs the other's
+    with FileLock(str(cache / ".build.lock")):
+        if (dest / "COMPLETE").is_file():  # built while this one waited
+            return dest, False
+        _build(project, cache, name, python_version, machine)
+    return dest, True
+
+
+def _build(project: Path, cache: Path, name: str, python_version: str, machine: str) -> None:
+    dest = cache / name
     tmp = cache / f".{name}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -106,11 +121,8 @@ def build(project: Path, cache: Path, python_version: str, machine: str) -> tupl
             download += ["--platform", plat]
         subprocess.run([*download, str(wheel)], check=True)
         (tmp / "COMPLETE").write_text(name + "\n")
-        if dest.exists():  # another host's build won the race
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, dest)
+        shutil.rmtree(dest, ignore_errors=True)  # an incomplete one, left by a killed build
+        os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return dest, True

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sweep.wheelhouse import source_hash
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,3 +61,54 @@ def test_the_archive_holds_every_wheel_flat_and_is_written_once(tmp_path: Path) 
     stamp = path.stat().st_mtime_ns
     assert archive(wh) == path and path.stat().st_mtime_ns == stamp
     assert not list(tmp_path.glob(".*"))  # no temporary file left
+
+
+def test_builds_at_once_take_turns_in_the_shared_source_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two Pythons' wheelhouses built at once (two hosts of one sweep, or two controllers) run
+    setuptools in the same source tree, whose build/ both would write: they take turns, and a
+    build that waited for one of the same name uses it."""
+    import subprocess
+    import threading
+    import time
+
+    from sweep import wheelhouse
+
+    active: list[int] = []
+    overlaps: list[int] = []
+    calls: list[str] = []
+    guard = threading.Lock()
+
+    def fake_run(cmd: list[str], check: bool) -> subprocess.CompletedProcess[bytes]:
+        with guard:
+            active.append(1)
+            overlaps.append(len(active))
+            calls.append(cmd[3])
+        time.sleep(0.2)
+        out = Path(cmd[cmd.index("-w" if cmd[3] == "wheel" else "-d") + 1])
+        name = "sglang_specbench-0.1.0-py3-none-any.whl" if cmd[3] == "wheel" else "pip-1.whl"
+        (out / name).write_text("wheel")
+        with guard:
+            active.pop()
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(wheelhouse.subprocess, "run", fake_run)
+    project, cache = project_copy(tmp_path), tmp_path / "cache"
+    results: list[tuple[Path, bool]] = []
+    versions = ["3.11.7", "3.12.1", "3.11.9"]  # the last is the first's wheelhouse (3.11)
+    threads = [
+        threading.Thread(
+            target=lambda v=v: results.append(wheelhouse.build(project, cache, v, "x86_64"))
+        )
+        for v in versions
+    ]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert max(overlaps) == 1, overlaps
+    assert calls.count("wheel") == 2  # 3.11 and 3.12, the second 3.11 waited and reused
+    assert sorted(built for _, built in results) == [False, True, True]
+    assert all((path / "COMPLETE").is_file() for path, _ in results)
