@@ -1,0 +1,88 @@
+"""Runs a `python -m sweep` command on the controller inside Ansible's own worker process.
+
+    - name: Ask the planner
+      sweep_cli:
+        argv: [next, "{{ _plan.root }}", "{{ inventory_hostname }}", --wait, "30"]
+        stdin: "{{ info | to_json }}"   # optional: what the command reads on stdin
+      register: answer  # rc, stdout, stdout_lines, stderr: as ansible.builtin.command has
+
+The same entry point as the command line (sweep/__main__.py main), with the same output and exit
+status, so the playbooks read its result as they would a command's. Why not ansible.builtin.command:
+a sweep asks the planner and records a point several times per point, and each such command cost a
+module packed and run by AnsiballZ plus a second interpreter started for `-m sweep` (about 0.6 s of
+the ~1.2 s each ask took on the demo host). Loaded from the playbooks' adjacent action_plugins
+directory; the sweep package is imported here, at load time, which the strategy does once in the
+playbook's own process before it forks the workers (free and linear both load the action class to
+read BYPASS_HOST_LOOP), so every worker inherits it already imported.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+ROOT = Path(__file__).resolve().parents[2]  # the project: sweep/ lives here
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.path)
+
+# The commands whose output is a new record on the controller: their task is "changed".
+CHANGING = frozenset(("plan", "finish-point", "fail-point", "report", "deployed"))
+# The commands that write nothing: the only ones run in check mode (the rest are skipped, as
+# ansible.builtin.command skips a command there).
+READ_ONLY = frozenset(("check", "winner", "status"))
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("argv", "stdin"))
+    _supports_check_mode = True
+
+    def run(
+        self, tmp: str | None = None, task_vars: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        argv = self._task.args.get("argv")
+        if not isinstance(argv, list) or not argv:
+            raise AnsibleActionFail(f"sweep_cli: argv must be a non-empty list, got {argv!r}")
+        words = [str(word) for word in argv]
+        if self._task.check_mode and words[0] not in READ_ONLY:
+            result.update(skipped=True, msg=f"sweep {words[0]} writes: skipped in check mode")
+            return result
+        stdin = self._task.args.get("stdin")
+        out, err = io.StringIO(), io.StringIO()
+        saved_stdin, saved_cwd = sys.stdin, os.getcwd()
+        # Relative paths (results/, cache/) mean the project root, as the command's chdir did.
+        os.chdir(ROOT)
+        sys.stdin = io.StringIO("" if stdin is None else str(stdin))
+        try:
+            with redirect_stdout(out), redirect_stderr(err):
+                try:
+                    rc = sweep_main(words)
+                except SystemExit as e:  # argparse's own errors and --help
+                    rc = e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.stdin = saved_stdin
+            os.chdir(saved_cwd)
+        stdout, stderr = out.getvalue().rstrip("\n"), err.getvalue().rstrip("\n")
+        result.update(
+            cmd=["python", "-m", "sweep", *words],
+            rc=rc,
+            stdout=stdout,
+            stdout_lines=stdout.splitlines(),
+            stderr=stderr,
+            stderr_lines=stderr.splitlines(),
+            changed=rc == 0 and words[0] in CHANGING,
+        )
+        if rc != 0:
+            result["failed"] = True
+            result["msg"] = stderr or f"python -m sweep {words[0]} exited {rc}"
+        return result
