@@ -1,14 +1,17 @@
 """Controller-side orchestration overhead of a sweep, per point: wall time minus the server's
 load time (readiness module, restart included) and the bench's time. Prints every point and the
-median over the points; with --run also the tasks each point ran and how many of them reached the
-host (benchmarks/callback_plugins/task_log.py logs them).
+median over the points that ran (a point recorded `same_as` its twin is named, not counted); with
+--run also the tasks each point ran and how many of them reached the host
+(benchmarks/callback_plugins/task_log.py logs them).
 
     # run the demo sweep under a fresh name (demo host up: `make demo` once), then measure it
     .venv/bin/python benchmarks/sweep_overhead.py --run
     # or measure an existing sweep
     .venv/bin/python benchmarks/sweep_overhead.py results/<sweep>
 
---run passes its other arguments to ansible-playbook (e.g. -i inventory/demo/hosts.yml).
+--run passes its other arguments to ansible-playbook (-e budget=32,48 -e topk=2,4 -e fresh=true) and
+runs this checkout's sweep.yml, whatever the current directory: to compare with other code, run
+that checkout's own copy of this script.
 """
 
 from __future__ import annotations
@@ -100,10 +103,13 @@ def main() -> int:
         sweep = a.sweep_dir
     else:
         p.error("give a sweep directory or --run")
-    rows = []
+    rows, twins = [], []
     for marker in sorted(sweep.glob("*/point.json")):
-        t = json.loads(marker.read_text())["timings"]
-        rows.append((marker.parent.name, t))
+        record = json.loads(marker.read_text())
+        if record.get("same_as"):  # never ran: its timings are its twin's, counted there
+            twins.append(f"{marker.parent.name} (= {record['same_as']['point']})")
+            continue
+        rows.append((marker.parent.name, record["timings"]))
     if not rows:
         print(f"no complete points under {sweep}", file=sys.stderr)
         return 1
@@ -118,6 +124,8 @@ def main() -> int:
         f"orchestration overhead per point: median {statistics.median(overheads):.1f} s "
         f"over {len(rows)} points (min {min(overheads):.1f}, max {max(overheads):.1f})"
     )
+    if twins:
+        print(f"not counted, the same server as a point above (no run): {', '.join(twins)}")
     counts = tasks_per_point(task_log) if task_log.stat().st_size else {}
     if counts:
         print(f"{'point':<28} {'tasks':>6} {'on the host':>12}")
