@@ -4,6 +4,7 @@ grid's.
 
     .venv/bin/python benchmarks/search_surfaces.py           # 30 surfaces a class, 2 jobs
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
+    .venv/bin/python benchmarks/search_surfaces.py --confirm 2   # + the best's rivals again
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
 points. Four classes of surface (the log objective as a function of log budget, topk and log
@@ -230,6 +231,49 @@ def noisy(
     return measure
 
 
+def confirm(
+    kind: str,
+    index: int,
+    seed: int,
+    noise: float,
+    true: dict[str, float],
+    measured: dict[str, list[float]],
+    rounds: int,
+) -> tuple[str, int]:
+    """--confirm: after a search, measure again (REPS fresh repetitions, one restart each) every
+    point whose mean is within 2 sd of a difference of the best's, up to `rounds` times; the answer
+    is then the best mean over all repetitions. Returns the answer and the restarts it added. The
+    sd is the noise the repetitions show (pooled), as a search on a real host would know it."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000), 7])
+    values = {pid: list(v) for pid, v in measured.items()}
+    pooled = statistics.fmean(
+        statistics.variance(v) / statistics.fmean(v) ** 2 for v in values.values()
+    )
+    added = 0
+    for _ in range(rounds):
+        means = {pid: statistics.fmean(v) for pid, v in values.items()}
+        best = max(means, key=lambda pid: means[pid])
+
+        n_best = len(values[best])
+        close = [
+            pid
+            for pid in means
+            if means[pid]
+            >= means[best] * (1 - 2 * math.sqrt(pooled / len(values[pid]) + pooled / n_best))
+        ]
+        if len(close) < 2:
+            break
+        for pid in close:
+            values[pid] += [true[pid] * (1.0 + noise * float(d)) for d in rng.standard_normal(REPS)]
+            added += 1
+    means = {pid: statistics.fmean(v) for pid, v in values.items()}
+    return max(means, key=lambda pid: means[pid]), added
+
+
+def _measured(state: model_search.ModelState[Point]) -> list[str]:
+    return [p.point_id for p in state.ranking]
+
+
 def grid_of(pts: Sequence[Point]) -> descent.Grid:
     return descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
 
@@ -241,6 +285,7 @@ class Task:
     noise: float
     seed: int
     strategy: model_search.ModelSearch
+    confirm: int = 0
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
@@ -252,12 +297,23 @@ def run_one(task: Task) -> dict[str, Outcome]:
     top = max(true.values())
     means = {p.point_id: statistics.fmean(measure(p, 0)) for p in pts}
     grid_best = true[max(pts, key=lambda p: means[p.point_id]).point_id]
+    by_pid = {p.point_id: p for p in pts}
     d_state, _ = descent.search(pts, grid, measure, descent.Descent())
     m_state, _ = model_search.search(pts, grid, measure, task.strategy)
     assert d_state.best is not None and m_state.best is not None
     d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
     verdict = m_state.verdict
-    return {
+    extra: dict[str, Outcome] = {}
+    if task.confirm:
+        for name, tried in (("grid+", [p.point_id for p in pts]), ("model+", _measured(m_state))):
+            got = {pid: measure(by_pid[pid], 0) for pid in tried}
+            answer, added = confirm(
+                task.kind, task.index, task.seed, task.noise, true, got, task.confirm
+            )
+            extra[name] = Outcome(
+                len(tried) + added, len(pts), true[answer] / top, true[answer] / grid_best
+            )
+    return extra | {
         "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
         "model": Outcome(
@@ -301,13 +357,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=d.margin, help="the tie margin (0.02)")
     ap.add_argument("--confidence", type=float, default=d.confidence, help="sds of the bound")
     ap.add_argument("--initial", type=int, default=d.initial, help="first round's points")
+    ap.add_argument(
+        "--confirm",
+        type=int,
+        default=0,
+        help="an experiment, not what the sweep does: after the grid and the model search, up to "
+        "this many rounds measuring again the points within 2 sd of the best (extra rows)",
+    )
     args = ap.parse_args(argv)
     strat = model_search.ModelSearch(
         margin=args.margin, confidence=args.confidence, initial=args.initial
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
-    tasks = [Task(k, i, nz, args.seed, strat) for nz in NOISES for k in CLASSES for i in range(n)]
+    tasks = [
+        Task(k, i, nz, args.seed, strat, args.confirm)
+        for nz in NOISES
+        for k in CLASSES
+        for i in range(n)
+    ]
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(run_one, tasks, chunksize=2))
     by = {(t.kind, t.noise, t.index): r for t, r in zip(tasks, results, strict=True)}
@@ -352,6 +420,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             shares = [o.restarts / o.grid for o in model]
             hits = sum(o.vs_grid >= 1.0 - WITHIN for o in model)
             met &= hits >= n - math.floor(n / 30) and statistics.median(shares) <= 0.40
+    if args.confirm:
+        print(
+            f"\nconfirmation (--confirm {args.confirm}): the points within 2 sd of the best "
+            f"measured again, {REPS} fresh repetitions and one restart each, up to "
+            f"{args.confirm} rounds"
+        )
+        head = ["class", "noise", *(f"{w} {c}" for w in ("grid+", "model+") for c in cols)]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for nz in NOISES:
+            for kind in CLASSES:
+                rows = [by[(kind, nz, i)] for i in range(n)]
+                line = [kind, f"{nz:.0%}"]
+                for w in ("grid+", "model+"):
+                    line += cells([r[w] for r in rows])
+                print("| " + " | ".join(line) + " |")
     every = [r["model"].restarts / r["model"].grid for r in results]
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     print(
