@@ -9,8 +9,8 @@
 The same entry point as the command line (sweep/__main__.py main), with the same output and exit
 status, so the playbooks read its result as they would a command's. Why not ansible.builtin.command:
 a sweep asks the planner and records a point several times per point, and each such command cost a
-module packed and run by AnsiballZ plus a second interpreter started for `-m sweep` (about 0.6 s of
-the ~1.2 s each ask took on the demo host). Loaded from the playbooks' adjacent action_plugins
+module packed and run by AnsiballZ plus a second interpreter started for `-m sweep` (0.9-1.3 s a
+task on the demo host; 0.26 s here). Loaded from the playbooks' adjacent action_plugins
 directory; the sweep package is imported here, at load time, which the strategy does once in the
 playbook's own process before it forks the workers (free and linear both load the action class to
 read BYPASS_HOST_LOOP), so every worker inherits it already imported.
@@ -34,10 +34,9 @@ if str(ROOT) not in sys.path:
 
 from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.path)
 
-# The commands whose output is a new record on the controller: their task is "changed".
-CHANGING = frozenset(("plan", "finish-point", "fail-point", "report", "deployed"))
-# The commands that write nothing: the only ones run in check mode (the rest are skipped, as
-# ansible.builtin.command skips a command there).
+# The commands that write nothing on the controller: the only ones run in check mode (the rest are
+# skipped, as ansible.builtin.command skips a command there) and never "changed" (the rest are,
+# unless the task's changed_when says otherwise).
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
@@ -80,7 +79,7 @@ class ActionModule(ActionBase):
             stdout_lines=stdout.splitlines(),
             stderr=stderr,
             stderr_lines=stderr.splitlines(),
-            changed=rc == 0 and words[0] in CHANGING,
+            changed=rc == 0 and words[0] not in READ_ONLY,
         )
         if rc != 0:
             result["failed"] = True
