@@ -18,9 +18,14 @@ description:
   - A run that never served (still loading its weights, warming up, or crash-looping) has no
     requests to drain, and a process that is still starting may not have installed its signal
     handlers yet (a real SGLang scheduler then ignores SIGTERM, and the stop waits out the whole
-    C(TimeoutStopSec)). So every process of the unit's cgroup gets SIGTERM, and SIGKILL after
-    O(grace) seconds if any is left; the module returns once the cgroup is empty (at most
-    O(grace) + O(kill_wait) seconds). A unit waiting to auto-restart (no process) is left as it is.
+    C(TimeoutStopSec)). So the unit gets a stop job (C(systemctl stop --no-block)), every process
+    of its cgroup SIGTERM, and SIGKILL after O(grace) seconds if any is left; the module returns
+    once the unit is stopped (at most O(grace) + O(kill_wait) seconds).
+  - The stop job is what keeps a crash loop from racing the restart. Killed without one, a run
+    exits with a failure, C(Restart=on-failure) starts another after C(RestartSec), and the
+    restart that follows this module then meets that new run while it starts, with a plain
+    SIGTERM that may wait out C(TimeoutStopSec). A stop job also cancels a pending auto-restart,
+    so a unit waiting to auto-restart (no process) is stopped too.
   - Then also resets the unit's failed state and start-limit counter (C(systemctl reset-failed)),
     so deliberate restarts do not count against C(StartLimitBurst).
 version_added: "0.1.0"
@@ -82,7 +87,9 @@ served:
   type: bool
   sample: false
 stopped:
-  description: How the run was stopped - C(none) (left for the restart), C(SIGTERM) or C(SIGKILL).
+  description: >-
+    How the run was stopped - C(none) (left for the restart's drain, or nothing ran),
+    C(cancelled) (a pending auto-restart, no process), C(SIGTERM) or C(SIGKILL).
   returned: always
   type: str
   sample: SIGKILL
@@ -143,6 +150,16 @@ def wait_empty(run: Run, unit: str, seconds: float, sleep: Callable[[float], Non
     return True
 
 
+def wait_stopped(run: Run, unit: str, seconds: float, sleep: Callable[[float], None]) -> bool:
+    """Until the stop job has ended (the unit inactive or failed, not waiting to restart)."""
+    deadline = time.monotonic() + seconds
+    while SystemdReader(run).show(unit).active_state in ACTIVE:
+        if time.monotonic() >= deadline:
+            return False
+        sleep(0.2)
+    return True
+
+
 def stop_unready(
     run: Run,
     unit: str,
@@ -162,21 +179,26 @@ def stop_unready(
         "elapsed": 0.0,
         "changed": False,
     }
-    if state.active_state not in ACTIVE or state.main_pid <= 0:
-        return out  # nothing runs (stopped, failed, or waiting to auto-restart)
-    out["served"] = served(run, state, marker)
-    if out["served"]:
-        return out  # it serves: the restart drains it
+    if state.active_state not in ACTIVE:
+        return out  # nothing runs and nothing will: the restart starts it
+    if state.main_pid > 0:
+        out["served"] = served(run, state, marker)
+        if out["served"]:
+            return out  # it serves: the restart drains it
     out["changed"] = True
     if check_mode:
         return out
     start = time.monotonic()
-    run(["systemctl", "kill", "--kill-whom=all", "--signal=SIGTERM", unit])
-    out["stopped"] = "SIGTERM"
-    if not wait_empty(run, unit, grace, sleep):
-        run(["systemctl", "kill", "--kill-whom=all", "--signal=SIGKILL", unit])
-        out["stopped"] = "SIGKILL"
-        wait_empty(run, unit, kill_wait, sleep)
+    run(["systemctl", "stop", "--no-block", unit])
+    out["stopped"] = "cancelled"
+    if cgroup_pids(run, unit):
+        run(["systemctl", "kill", "--kill-whom=all", "--signal=SIGTERM", unit])
+        out["stopped"] = "SIGTERM"
+        if not wait_empty(run, unit, grace, sleep):
+            run(["systemctl", "kill", "--kill-whom=all", "--signal=SIGKILL", unit])
+            out["stopped"] = "SIGKILL"
+            wait_empty(run, unit, kill_wait, sleep)
+    wait_stopped(run, unit, kill_wait, sleep)
     out["elapsed"] = round(time.monotonic() - start, 3)
     return out
 

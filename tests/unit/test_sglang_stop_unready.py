@@ -18,7 +18,9 @@ READY = "loading weights\nThe server is fired up and ready to roll!\n"
 
 class Host:
     """systemctl and journalctl as a fake host answers them; `procs` empties on the signal that
-    works (a process that ignores SIGTERM needs SIGKILL)."""
+    works (a process that ignores SIGTERM needs SIGKILL). Like systemd with Restart=on-failure, a
+    run killed without a stop job is started again (a new main PID); after a stop job the unit is
+    inactive once its processes are gone."""
 
     def __init__(
         self,
@@ -26,20 +28,34 @@ class Host:
         pid: int = 42,
         journal: str = "",
         ignores_term: bool = False,
+        sub: str = "start",
     ) -> None:
-        self.active, self.pid, self.journal = active, pid, journal
+        self.active, self.sub, self.pid, self.journal = active, sub, pid, journal
         self.ignores_term = ignores_term
         self.procs = [pid, pid + 1] if pid else []
+        self.stop_job = False
         self.calls: list[list[str]] = []
+
+    def state(self) -> tuple[str, str, int]:
+        if self.stop_job and not self.procs:
+            return "inactive", "dead", 0
+        if self.pid and not self.procs:  # killed behind systemd's back: Restart=on-failure
+            self.pid, self.procs, self.sub = self.pid + 10, [self.pid + 10], "start"
+        if self.stop_job:
+            return "deactivating", "stop-sigterm", self.pid
+        return self.active, self.sub, self.pid
 
     def run(self, cmd: list[str]) -> tuple[int, str, str]:
         self.calls.append(cmd)
         if cmd[:2] == ["systemctl", "show"] and "ControlGroup" in cmd:
             return 0, "/system.slice/sglang.service\n", ""
         if cmd[:2] == ["systemctl", "show"]:
-            return 0, SHOW.format(pid=self.pid, active=self.active, sub="start"), ""
+            active, sub, pid = self.state()
+            return 0, SHOW.format(pid=pid, active=active, sub=sub), ""
         if cmd[0] == "journalctl":
             return 0, self.journal, ""
+        if cmd[:2] == ["systemctl", "stop"]:
+            self.stop_job = True
         if cmd[:2] == ["systemctl", "kill"]:
             if "--signal=SIGKILL" in cmd or not self.ignores_term:
                 self.procs = []
@@ -48,6 +64,9 @@ class Host:
 
     def signals(self) -> list[str]:
         return [c[3].split("=")[1] for c in self.calls if c[:2] == ["systemctl", "kill"]]
+
+    def commands(self) -> list[str]:
+        return [c[1] for c in self.calls if c[0] == "systemctl" and c[1] in ("stop", "kill")]
 
 
 @pytest.fixture(autouse=True)
@@ -75,6 +94,17 @@ def test_a_loading_run_is_stopped_at_once() -> None:
     out = stop(host)
     assert out["served"] is False and out["changed"] and out["stopped"] == "SIGTERM"
     assert host.signals() == ["SIGTERM"] and host.procs == []
+    assert host.state()[0] == "inactive"
+
+
+def test_the_stop_job_comes_first_so_nothing_restarts_the_killed_run() -> None:
+    """A crash-looping unit (Restart=on-failure): killed without a stop job, systemd starts a new
+    run at once, and the restart after this module meets it while it starts (CI saw that restart
+    wait out TimeoutStopSec, 300 s). With the stop job first, the unit is left stopped."""
+    host = Host(active="activating", journal="usage: ...\n")
+    stop(host)
+    assert host.commands() == ["stop", "kill"]
+    assert host.state() == ("inactive", "dead", 0)
 
 
 def test_a_process_that_ignores_sigterm_is_killed_with_its_cgroup() -> None:
@@ -85,10 +115,20 @@ def test_a_process_that_ignores_sigterm_is_killed_with_its_cgroup() -> None:
     assert "--kill-whom=all" in kill  # the whole cgroup, not the main process alone
 
 
-def test_nothing_running_is_left_alone() -> None:
-    for host in (Host(active="inactive", pid=0), Host(active="activating", pid=0)):
-        out = stop(host)  # stopped, or waiting to auto-restart after a crash
-        assert out["served"] is None and out["stopped"] == "none" and host.signals() == []
+def test_a_pending_auto_restart_is_cancelled() -> None:
+    """Between two runs of a crash loop: no process to signal, but the timer would start one."""
+    host = Host(active="activating", sub="auto-restart", pid=0)
+    out = stop(host)
+    assert out["served"] is None and out["changed"] and out["stopped"] == "cancelled"
+    assert host.commands() == ["stop"] and host.state()[0] == "inactive"
+
+
+def test_a_stopped_unit_is_left_alone() -> None:
+    for active in ("inactive", "failed"):
+        host = Host(active=active, pid=0)
+        out = stop(host)
+        assert out["served"] is None and out["stopped"] == "none" and not out["changed"]
+        assert host.commands() == []
 
 
 def test_check_mode_says_it_would_stop_and_sends_nothing() -> None:
