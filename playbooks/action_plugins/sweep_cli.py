@@ -48,7 +48,7 @@ class ActionModule(ActionBase):
     def run(
         self, tmp: str | None = None, task_vars: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
+        result: dict[str, Any] = super().run(tmp, task_vars)
         argv = self._task.args.get("argv")
         if not isinstance(argv, list) or not argv:
             raise AnsibleActionFail(f"sweep_cli: argv must be a non-empty list, got {argv!r}")
