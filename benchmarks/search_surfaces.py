@@ -5,6 +5,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py           # 30 surfaces a class, 2 jobs
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
     .venv/bin/python benchmarks/search_surfaces.py --confirm 2   # + the best's rivals again
+    .venv/bin/python benchmarks/search_surfaces.py --smooth 2    # + the answer by the model's mean
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
 points. Four classes of surface (the log objective as a function of log budget, topk and log
@@ -270,6 +271,30 @@ def confirm(
     return max(means, key=lambda pid: means[pid]), added
 
 
+def smooth_answer(
+    kind: str,
+    index: int,
+    seed: int,
+    noise: float,
+    true: dict[str, float],
+    grid: descent.Grid,
+    order: dict[str, int],
+    measured: dict[str, list[float]],
+    again: int,
+) -> tuple[str, int]:
+    """--smooth: the answer is the measured point with the best estimate by the search's model
+    (model_search.smoothed: each mean pooled with its neighbours'), after measuring again
+    (REPS fresh repetitions, one restart each) the `again` points the model rates best. Returns
+    the answer and the restarts it added."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000), 11])
+    values = {pid: list(v) for pid, v in measured.items()}
+    est = model_search.smoothed(grid, order, values)
+    for pid in sorted(est, key=lambda q: -est[q])[:again]:
+        values[pid] += [true[pid] * (1.0 + noise * float(d)) for d in rng.standard_normal(REPS)]
+    est = model_search.smoothed(grid, order, values)
+    return max(est, key=lambda q: est[q]), min(again, len(est))
+
+
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
     return [p.point_id for p in state.ranking]
 
@@ -286,6 +311,7 @@ class Task:
     seed: int
     strategy: model_search.ModelSearch
     confirm: int = 0
+    smooth: int | None = None
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
@@ -309,6 +335,19 @@ def run_one(task: Task) -> dict[str, Outcome]:
             got = {pid: measure(by_pid[pid], 0) for pid in tried}
             answer, added = confirm(
                 task.kind, task.index, task.seed, task.noise, true, got, task.confirm
+            )
+            extra[name] = Outcome(
+                len(tried) + added, len(pts), true[answer] / top, true[answer] / grid_best
+            )
+    if task.smooth is not None:
+        order = {p.point_id: i for i, p in enumerate(pts)}
+        for name, tried, again in (
+            ("grid~", [p.point_id for p in pts], 0),
+            ("model~", _measured(m_state), task.smooth),
+        ):
+            got = {pid: measure(by_pid[pid], 0) for pid in tried}
+            answer, added = smooth_answer(
+                task.kind, task.index, task.seed, task.noise, true, grid, order, got, again
             )
             extra[name] = Outcome(
                 len(tried) + added, len(pts), true[answer] / top, true[answer] / grid_best
@@ -364,6 +403,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an experiment, not what the sweep does: after the grid and the model search, up to "
         "this many rounds measuring again the points within 2 sd of the best (extra rows)",
     )
+    ap.add_argument(
+        "--smooth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an experiment, not what the sweep does: the answer by the model's estimate (each "
+        "mean pooled with its neighbours') after measuring again the N points it rates best, for "
+        "the model search (model~) and, with none measured again, the full grid (grid~)",
+    )
     args = ap.parse_args(argv)
     strat = model_search.ModelSearch(
         margin=args.margin, confidence=args.confidence, initial=args.initial
@@ -371,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm)
+        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth)
         for nz in NOISES
         for k in CLASSES
         for i in range(n)
@@ -434,6 +482,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows = [by[(kind, nz, i)] for i in range(n)]
                 line = [kind, f"{nz:.0%}"]
                 for w in ("grid+", "model+"):
+                    line += cells([r[w] for r in rows])
+                print("| " + " | ".join(line) + " |")
+    if args.smooth is not None:
+        print(
+            f"\nsmoothed answer (--smooth {args.smooth}): the measured point the model rates best; "
+            f"model~ measures the {args.smooth} it rates best again first ({REPS} fresh "
+            "repetitions, one restart each), grid~ measures nothing again"
+        )
+        head = ["class", "noise", *(f"{w} {c}" for w in ("grid~", "model~") for c in cols)]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for nz in NOISES:
+            for kind in CLASSES:
+                rows = [by[(kind, nz, i)] for i in range(n)]
+                line = [kind, f"{nz:.0%}"]
+                for w in ("grid~", "model~"):
                     line += cells([r[w] for r in rows])
                 print("| " + " | ".join(line) + " |")
     every = [r["model"].restarts / r["model"].grid for r in results]

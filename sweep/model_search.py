@@ -201,6 +201,7 @@ def _bounds(
     grid: tuple[tuple[float, ...], ...],
     ref: int,
     confidence: float,
+    smooth: bool = False,
 ) -> tuple[float, ...]:
     """For every point of `grid`, the upper bound of f(point) - f(grid[ref]), f the log
     objective (higher is better), by a Gaussian process fitted to the means `y` at `x` (their
@@ -209,7 +210,8 @@ def _bounds(
     weighted by their marginal likelihood (no optimiser, no randomness: the same data give the
     same figures). The bound is the larger of the mixture's mean + `confidence` sd and every
     likely hyperparameter's own, so that a surface the data leave open (a narrow peak between
-    points measured) keeps its unmeasured points open too."""
+    points measured) keeps its unmeasured points open too. `smooth`: the mixture's mean of
+    f(point) - f(grid[ref]) instead, no bound (see smoothed())."""
     import numpy as np
 
     xa = np.asarray(x, dtype=np.float64)  # (n, A)
@@ -254,6 +256,8 @@ def _bounds(
     var = np.maximum(prior - np.einsum("hnm,hnm->hm", lig, lig) + one_g**2 / s[:, None], 0.0)
     mean = level - level[:, ref, None]
     mix_mean = w @ mean
+    if smooth:
+        return tuple(float(v) for v in mix_mean)
     mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
     bound = mix_mean + confidence * mix_sd
     likely = loglik >= loglik.max() - LIKELY
@@ -304,20 +308,49 @@ def _noise(logs: Mapping[str, Sequence[float]]) -> float:
     return ss / df if df else 0.0
 
 
+def _fit_data(
+    space: _Space, values: Mapping[str, Sequence[float]], higher_is_better: bool
+) -> tuple[tuple[str, ...], Any, tuple[float, ...], tuple[float, ...]]:
+    """The model's data, in point order (the figures do not depend on the order the measurements
+    came in): the points measured, their positions, mean logs and the noise variance of each."""
+    logs = _logs(values, higher_is_better)
+    var1 = _noise(logs)
+    place = {pid: i for i, pid in enumerate(space.every)}
+    ids = tuple(sorted(logs, key=space.order.__getitem__))
+    x = tuple(space.coords[place[pid]] for pid in ids)
+    y = tuple(math.fsum(logs[pid]) / len(logs[pid]) for pid in ids)
+    noise = tuple(max(var1 / len(logs[pid]), NOISE_FLOOR) for pid in ids)
+    return ids, x, y, noise
+
+
 def _gains(
     space: _Space, values: Mapping[str, Sequence[float]], best: str, strategy: ModelSearch
 ) -> dict[str, float]:
     """Every point's bound on its gain over `best` (logs), by the model fitted to every point
-    measured, in point order (the figures do not depend on the order the measurements came in)."""
-    logs = _logs(values, strategy.higher_is_better)
-    var1 = _noise(logs)
-    place = {pid: i for i, pid in enumerate(space.every)}
-    ids = sorted(logs, key=space.order.__getitem__)
-    x = tuple(space.coords[place[pid]] for pid in ids)
-    y = tuple(math.fsum(logs[pid]) / len(logs[pid]) for pid in ids)
-    noise = tuple(max(var1 / len(logs[pid]), NOISE_FLOOR) for pid in ids)
-    bounds = _bounds(x, y, noise, space.coords, place[best], strategy.confidence)
+    measured."""
+    _, x, y, noise = _fit_data(space, values, strategy.higher_is_better)
+    ref = space.every.index(best)
+    bounds = _bounds(x, y, noise, space.coords, ref, strategy.confidence)
     return dict(zip(space.every, bounds, strict=True))
+
+
+def smoothed(
+    grid: Grid,
+    order: Mapping[str, int],
+    values: Mapping[str, Sequence[float]],
+    higher_is_better: bool = True,
+) -> dict[str, float]:
+    """The model's estimate of every measured point's log objective (higher is better), relative
+    to the first in point order: the mixture's mean, which pools each point's repetitions with its
+    neighbours'. Not what the search answers (its answer is the best mean, the grid's rule);
+    benchmarks/search_surfaces.py --smooth measures what choosing by it would give."""
+    space = _Space.of(grid, order)
+    ids, x, y, noise = _fit_data(space, values, higher_is_better)
+    if len(ids) < 2:
+        return dict.fromkeys(ids, 0.0)
+    means = _bounds(x, y, noise, space.coords, space.every.index(ids[0]), 0.0, smooth=True)
+    every = dict(zip(space.every, means, strict=True))
+    return {pid: every[pid] for pid in ids}
 
 
 # ---------------------------------------------------------------- one step

@@ -277,3 +277,27 @@ def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any)
         assert main(["plan"]) == 2
     assert "max_restarts=2: the first round needs 7 restarts" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
+
+
+def test_smoothed_pools_a_mean_with_its_neighbours() -> None:
+    """model_search.smoothed (benchmarks/search_surfaces.py --smooth): with noisy repetitions
+    (+-8 %), a lone point whose mean is 5 % above the best's, among neighbours at about a quarter of
+    it, is rated below the ridge's best, which its neighbours back; the best raw mean is the lone
+    point. Only measured points are rated."""
+    pts = points()
+    spike = "ddtree-b32-k1-w2048"  # i=3, j=0: ridge(3, 0) = 51, its neighbours about as low
+    best = true_best(ridge)
+    top = ridge(BUDGETS.index(64), TOPKS.index(6))
+    values: dict[str, list[float]] = {}
+    for p in pts:
+        v = (
+            top * 1.05
+            if p.point_id == spike
+            else ridge(BUDGETS.index(p.budget), TOPKS.index(p.topk))
+        )
+        values[p.point_id] = [v * 0.92, v, v * 1.08]
+    del values["ddtree-b8-k1-w2048"]
+    assert max(values, key=lambda q: sum(values[q])) == spike
+    est = model_search.smoothed(grid_of(pts), {p.point_id: i for i, p in enumerate(pts)}, values)
+    assert set(est) == set(values)
+    assert max(est, key=lambda q: est[q]) == best
