@@ -385,6 +385,25 @@ def cells(outs: Sequence[Outcome], search: bool = True) -> list[str]:
     ]
 
 
+def print_rows(
+    by: dict[tuple[str, float, int], dict[str, Outcome]],
+    n: int,
+    names: Sequence[str],
+    cols: Sequence[str],
+) -> None:
+    """A table of the extra answers `names` (an experiment's rows), a line per class and noise."""
+    head = ["class", "noise", *(f"{w} {c}" for w in names for c in cols)]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for nz in NOISES:
+        for kind in CLASSES:
+            rows = [by[(kind, nz, i)] for i in range(n)]
+            line = [kind, f"{nz:.0%}"]
+            for w in names:
+                line += cells([r[w] for r in rows])
+            print("| " + " | ".join(line) + " |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     doc = __doc__ or ""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -474,32 +493,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"measured again, {REPS} fresh repetitions and one restart each, up to "
             f"{args.confirm} rounds"
         )
-        head = ["class", "noise", *(f"{w} {c}" for w in ("grid+", "model+") for c in cols)]
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for nz in NOISES:
-            for kind in CLASSES:
-                rows = [by[(kind, nz, i)] for i in range(n)]
-                line = [kind, f"{nz:.0%}"]
-                for w in ("grid+", "model+"):
-                    line += cells([r[w] for r in rows])
-                print("| " + " | ".join(line) + " |")
+        print_rows(by, n, ("grid+", "model+"), cols)
     if args.smooth is not None:
         print(
             f"\nsmoothed answer (--smooth {args.smooth}): the measured point the model rates best; "
             f"model~ measures the {args.smooth} it rates best again first ({REPS} fresh "
             "repetitions, one restart each), grid~ measures nothing again"
         )
-        head = ["class", "noise", *(f"{w} {c}" for w in ("grid~", "model~") for c in cols)]
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for nz in NOISES:
-            for kind in CLASSES:
-                rows = [by[(kind, nz, i)] for i in range(n)]
-                line = [kind, f"{nz:.0%}"]
-                for w in ("grid~", "model~"):
-                    line += cells([r[w] for r in rows])
-                print("| " + " | ".join(line) + " |")
+        print_rows(by, n, ("grid~", "model~"), cols)
     every = [r["model"].restarts / r["model"].grid for r in results]
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     print(
