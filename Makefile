@@ -32,8 +32,8 @@ unit: unit-parallel timing
 unit-parallel: venv
 	pytest -m "not releases and not timing" -n 3
 
-# Tests that compare measured milliseconds with the server's own: alone, after everything else;
-# a failure is run once more (scripts/timing.sh says why).
+# Tests that compare measured milliseconds with the server's own: after everything else, side by
+# side (they wait on the clock, not the CPU); a failure is run once more, alone (scripts/timing.sh).
 timing: venv
 	bash scripts/timing.sh
 
