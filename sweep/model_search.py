@@ -310,7 +310,7 @@ def _noise(logs: Mapping[str, Sequence[float]]) -> float:
 
 def _fit_data(
     space: _Space, values: Mapping[str, Sequence[float]], higher_is_better: bool
-) -> tuple[tuple[str, ...], Any, tuple[float, ...], tuple[float, ...]]:
+) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...], tuple[float, ...]]:
     """The model's data, in point order (the figures do not depend on the order the measurements
     came in): the points measured, their positions, mean logs and the noise variance of each."""
     logs = _logs(values, higher_is_better)

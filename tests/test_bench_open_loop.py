@@ -40,7 +40,8 @@ def _run(port: int, out: Path, *extra: str) -> int:
     return main(["run", "--url", url, "--out", str(out), "--no-live", *CELL, *extra])
 
 
-# The achieved rate and the send lag are the client's timings: run alone (make timing).
+# The achieved rate and the send lag are the client's timings: run by make timing, never beside
+# other load.
 @pytest.mark.timing
 def test_an_open_loop_cell_keeps_its_rate(start_emulator, model_dirs, tmp_path):
     """240 Poisson arrivals at 40 requests/s; each answer takes about 0.1 s, so about four are

@@ -205,7 +205,8 @@ def _predicted(name: str, summary: dict[str, Any]) -> Any:
 # ends draining, under the steady state), the rest +22 % to +37 % when the load average peaked
 # (the emulator's loop, starved of CPU, falls behind its steps); TTFT 0 to 6 ms above it (the
 # client's HTTP path: the model's TTFT starts at the server's arrival), 11 ms at the peaks. The
-# model's own spread over these cells is 2.4x (TPOT 8.1 to 19.7 ms). Run alone (make timing).
+# model's own spread over these cells is 2.4x (TPOT 8.1 to 19.7 ms). Run by make timing, never
+# beside other load.
 @pytest.mark.timing
 @pytest.mark.parametrize("name", list(SPECS))
 def test_open_loop_medians_match_the_load_model(open_loop, name):

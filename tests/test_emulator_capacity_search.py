@@ -14,7 +14,7 @@ random cells at 64 tokens: 0.5), the same error would move the crossover by 20 %
 
 Measured in one run: capacity 28.1 (baseline), 21.7 (DDTREE 48), 17.5 (DDTREE 64) req/s against
 the model's 26.4, 20.9, 17.1; crossover 14.1 against 14.8 (the model's baseline TPOT runs 7-10 %
-high at 20-30 req/s). Run alone (make timing): these are the server's timings.
+high at 20-30 req/s). Run by make timing, never beside other load: these are the server's timings.
 """
 
 from __future__ import annotations
