@@ -6,6 +6,8 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
     .venv/bin/python benchmarks/search_surfaces.py --confirm 2   # + the best's rivals again
     .venv/bin/python benchmarks/search_surfaces.py --smooth 2    # + the answer by the model's mean
+    .venv/bin/python benchmarks/search_surfaces.py --more 12     # + repetitions while it is up
+    .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
 points. Four classes of surface (the log objective as a function of log budget, topk and log
@@ -205,6 +207,7 @@ class Outcome:
     ratio: float  # true value of the answer / true best
     vs_grid: float  # true value of the answer / true value of the grid's answer
     settled: bool | None = None
+    reps: int | None = None  # repetitions run, where they differ from REPS a restart
 
 
 def truth(kind: str, index: int, seed: int) -> dict[str, float]:
@@ -295,6 +298,45 @@ def smooth_answer(
     return max(est, key=lambda q: est[q]), min(again, len(est))
 
 
+def adaptive(
+    kind: str,
+    index: int,
+    seed: int,
+    noise: float,
+    true: dict[str, float],
+    measure: Callable[[Point, int], list[float]],
+    cap: int,
+    z: float = 2.0,
+) -> tuple[Callable[[Point, int], list[float]], dict[str, list[float]]]:
+    """--more: a measurement that, while the server is still up (no restart), adds REPS fresh
+    repetitions as long as the point's mean is within z sd (of a difference, the pooled noise
+    measured so far) of the best mean measured so far, up to `cap` repetitions. Returns the
+    measurement and what it measured (repetitions by point)."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000), 13])
+    seen: dict[str, list[float]] = {}
+
+    def pooled(extra: list[float]) -> float:
+        groups = [v for v in (*seen.values(), extra) if len(v) >= 2]
+        ss = sum(sum((x / statistics.fmean(v) - 1.0) ** 2 for x in v) for v in groups)
+        df = sum(len(v) - 1 for v in groups)
+        return ss / df if df else 0.0
+
+    def m(p: Point, level: int) -> list[float]:
+        vs = list(measure(p, level))
+        while vs and seen and len(vs) < cap:
+            best = max(seen, key=lambda q: statistics.fmean(seen[q]))
+            top, var = statistics.fmean(seen[best]), pooled(vs)
+            if statistics.fmean(vs) < top * (
+                1 - z * math.sqrt(var / len(vs) + var / len(seen[best]))
+            ):
+                break
+            vs += [true[p.point_id] * (1.0 + noise * float(d)) for d in rng.standard_normal(REPS)]
+        seen[p.point_id] = vs
+        return vs
+
+    return m, seen
+
+
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
     return [p.point_id for p in state.ranking]
 
@@ -312,6 +354,7 @@ class Task:
     strategy: model_search.ModelSearch
     confirm: int = 0
     smooth: int | None = None
+    more: int = 0
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
@@ -352,6 +395,20 @@ def run_one(task: Task) -> dict[str, Outcome]:
             extra[name] = Outcome(
                 len(tried) + added, len(pts), true[answer] / top, true[answer] / grid_best
             )
+    if task.more:
+        order = {p.point_id: i for i, p in enumerate(pts)}
+        ad, got = adaptive(task.kind, task.index, task.seed, task.noise, true, measure, task.more)
+        a_state, _ = model_search.search(pts, grid, ad, task.strategy)
+        assert a_state.best is not None
+        reps = sum(len(v) for v in got.values())
+        est = model_search.smoothed(grid, order, got)
+        for name, answer in (
+            ("model*", a_state.best.point_id),
+            ("model*~", max(est, key=lambda q: est[q])),
+        ):
+            extra[name] = Outcome(
+                a_state.restarts, len(pts), true[answer] / top, true[answer] / grid_best, reps=reps
+            )
     return extra | {
         "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
@@ -375,7 +432,9 @@ def cells(outs: Sequence[Outcome], search: bool = True) -> list[str]:
         return [str(close), str(best), worst]
     shares = [o.restarts / o.grid for o in outs]
     as_grid = sum(o.vs_grid >= 1.0 - WITHIN for o in outs)
+    reps = [o.reps / (o.grid * REPS) for o in outs if o.reps is not None]
     return [
+        *([f"{statistics.median(reps):.0%} / {max(reps):.0%}"] if reps else []),
         f"{statistics.median(shares):.0%}",
         f"{max(shares):.0%}",
         str(as_grid),
@@ -416,6 +475,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--confidence", type=float, default=d.confidence, help="sds of the bound")
     ap.add_argument("--initial", type=int, default=d.initial, help="first round's points")
     ap.add_argument(
+        "--likely",
+        type=float,
+        default=d.likely,
+        help=f"log likelihood within which a single setting bounds a gain too ({d.likely:g})",
+    )
+    ap.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -431,14 +496,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "mean pooled with its neighbours') after measuring again the N points it rates best, for "
         "the model search (model~) and, with none measured again, the full grid (grid~)",
     )
+    ap.add_argument(
+        "--more",
+        type=int,
+        default=0,
+        metavar="R",
+        help="an experiment, not what the sweep does: the model search adds repetitions while "
+        "the server is up (no restart) to a point within 2 sd of the best so far, up to R in all "
+        "(model*: the best mean; model*~: the model's estimate)",
+    )
     args = ap.parse_args(argv)
     strat = model_search.ModelSearch(
-        margin=args.margin, confidence=args.confidence, initial=args.initial
+        margin=args.margin,
+        confidence=args.confidence,
+        initial=args.initial,
+        likely=args.likely,
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth)
+        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.more)
         for nz in NOISES
         for k in CLASSES
         for i in range(n)
@@ -453,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
-        f"round {strat.initial} points"
+        f"round {strat.initial} points, likely settings within {strat.likely:g}"
     )
     print(
         "restarts: median and max, share of the grid's; =grid: answer within 2 % of the grid's "
@@ -501,6 +578,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repetitions, one restart each), grid~ measures nothing again"
         )
         print_rows(by, n, ("grid~", "model~"), cols)
+    if args.more:
+        print(
+            f"\nmore repetitions while up (--more {args.more}): repetitions med / max share of "
+            "the grid's first, then as above"
+        )
+        print_rows(by, n, ("model*", "model*~"), ["reps", *cols])
     every = [r["model"].restarts / r["model"].grid for r in results]
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     print(

@@ -22,8 +22,8 @@ run at the full bench:
   the same figures, with no optimiser to fail.
 - For each point not measured, the bound of its gain over the answer: f(point) - f(answer) (f the
   log objective), mean + `confidence` (2) sd by the weighted model, or by any single likely
-  setting (log likelihood within 2 of the best's) if that is higher. A surface the data leave
-  open (a narrow peak between points measured) keeps its points open.
+  setting (log likelihood within `likely`, 3, of the best's) if that is higher. A surface the
+  data leave open (a narrow peak between points measured) keeps its points open.
 - While the largest bound is above the tie margin (`margin`, 2 %), the next round measures that
   point. Otherwise the search is settled: no unmeasured point can beat the answer by more than the
   margin, by the model; the verdict gives the largest bound and the NEXT_SHOWN points it would
@@ -46,15 +46,21 @@ Why this method, from benchmarks/search_surfaces.py (72-point grid, 30 surfaces 
 2 % and 5 % noise on three repetitions; the table in benchmarks/README.md). A per-parameter model
 is what descent assumes, and a quadratic response surface cannot hold two peaks; a Gaussian
 process is the simplest model that holds an interaction and several peaks and says how unsure it
-is between the points measured. Its answer was within 2 % of the grid's on every surface of
-every class at both noises (descent's on 17 to 30 of 30), with a median of 22 to 40 % of the
-grid's restarts (descent's: 15 to 20 %). What each part buys there: the bound of the
-likeliest single settings on top of the weighted one (without it: 6 of the 60 two-peak searches
-ended on the lower peak), 2 sd rather than 1.65 (4 of 60), 7 points in round 0 rather than 5 (1),
-4 length scales an axis rather than 3 (3). Taking the model's best rather than the best mean as
-the answer missed the grid's answer on 6 of 240 surfaces (a run with the plateaus' twins not yet
-left out): the model smooths a narrow peak away. Measuring the answer's unmeasured neighbours
-before stopping cost 1 to 4 points of the restart share and changed no answer, so it is not done.
+is between the points measured. Over seeds 1 to 5 (1,200 searches a setting) its answer was
+within 2 % of the grid's on 29 or 30 of 30 surfaces of every class at both noises (descent's on
+16 to 30 of 30), with a median of 24 to 43 % of the grid's restarts (descent's: 15 to 20 %).
+What each part buys there: the bound of the likeliest single settings on top of the weighted one
+(without it: 6 of the 60 two-peak searches of seed 1 ended on the lower peak); those settings
+taken within 3 of log likelihood rather than 2 (within 2: 16 of the 1,200 answers missed the
+grid's, 15 of them on two peaks, down to 0.76 of it, each called settled; within 3: 5, for 1 to 3
+more points of the restart share, the ridge at 5 % noise 40 to 43 % against 38 to 40 %; within
+2.5 still 28 of 30 on two peaks at seed 4); 2 sd rather than 1.65 (4 of 60), 7 points in round 0
+rather than 5 (1), 4 length scales an axis rather than 3 (3); 9 points in round 0 instead of a
+wider bound did not mend the two-peak misses (28 of 30 at seeds 3 and 4). Taking the model's
+best rather than the best mean as the answer missed the grid's answer on 6 of 240 surfaces (a run
+with the plateaus' twins not yet left out): the model smooths a narrow peak away. Measuring the
+answer's unmeasured neighbours before stopping cost 1 to 4 points of the restart share and
+changed no answer, so it is not done.
 A fit on the 72-point grid takes about 50 ms of controller CPU (512 settings).
 """
 
@@ -98,13 +104,16 @@ class ModelSearch:
     """The strategy. `margin`: the tie margin (0.02: an unmeasured point that may beat the best by
     2 % or less is a tie); `confidence`: how many of the model's standard deviations the bound on
     an unmeasured point's gain spans; `initial`: the points of the first round (a space-filling
-    design); `max_restarts`: at most so many server starts (None: no limit)."""
+    design); `likely`: a hyperparameter setting whose log likelihood is within this of the best
+    one's bounds the gain on its own too; `max_restarts`: at most so many server starts (None: no
+    limit)."""
 
     max_restarts: int | None = None
     higher_is_better: bool = True
     margin: float = 0.02
     confidence: float = 2.0
     initial: int = 7
+    likely: float = 3.0
     name: ClassVar[str] = "model"
     levels: ClassVar[int] = 1
     last_level: ClassVar[int] = 0
@@ -121,6 +130,8 @@ class ModelSearch:
             raise ValueError(f"confidence={self.confidence}: must be in (0, 10] (sds)")
         if isinstance(self.initial, bool) or not isinstance(self.initial, int) or self.initial < 2:
             raise ValueError(f"initial={self.initial}: must be an integer >= 2")
+        if isinstance(self.likely, bool) or not 0 <= self.likely <= 20:
+            raise ValueError(f"likely={self.likely}: must be in [0, 20] (log likelihood)")
 
 
 @dataclass(frozen=True)
@@ -190,7 +201,6 @@ def _scales(n_axes: int) -> list[tuple[float, ...]]:
 AMPLITUDES = (0.07, 0.15, 0.3, 0.6)  # prior sd of the log objective around its mean
 NUGGETS = (0.0, 0.02**2)  # model misfit, on top of the measured noise (log units)
 NOISE_FLOOR = 0.002**2  # a mean's noise variance is never taken below this
-LIKELY = 2.0  # a hyperparameter whose log likelihood is within this of the best's is likely
 
 
 @functools.lru_cache(maxsize=256)
@@ -201,6 +211,7 @@ def _bounds(
     grid: tuple[tuple[float, ...], ...],
     ref: int,
     confidence: float,
+    likely: float = 0.0,
     smooth: bool = False,
 ) -> tuple[float, ...]:
     """For every point of `grid`, the upper bound of f(point) - f(grid[ref]), f the log
@@ -208,9 +219,10 @@ def _bounds(
     noise variances `noise`): constant mean integrated out, Matern 5/2 with a length scale per
     axis, its hyperparameters (length scales, amplitude, misfit) taken over a fixed grid and
     weighted by their marginal likelihood (no optimiser, no randomness: the same data give the
-    same figures). The bound is the larger of the mixture's mean + `confidence` sd and every
-    likely hyperparameter's own, so that a surface the data leave open (a narrow peak between
-    points measured) keeps its unmeasured points open too. `smooth`: the mixture's mean of
+    same figures). The bound is the larger of the mixture's mean + `confidence` sd and that of
+    every likely hyperparameter (log likelihood within `likely` of the best's) on its own, so
+    that a surface the data leave open (a narrow peak between points measured) keeps its
+    unmeasured points open too. `smooth`: the mixture's mean of
     f(point) - f(grid[ref]) instead, no bound (see smoothed())."""
     import numpy as np
 
@@ -260,8 +272,8 @@ def _bounds(
         return tuple(float(v) for v in mix_mean)
     mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
     bound = mix_mean + confidence * mix_sd
-    likely = loglik >= loglik.max() - LIKELY
-    bound = np.maximum(bound, (mean + confidence * np.sqrt(var))[likely].max(axis=0))
+    likely_h = loglik >= loglik.max() - likely
+    bound = np.maximum(bound, (mean + confidence * np.sqrt(var))[likely_h].max(axis=0))
     return tuple(float(v) for v in bound)
 
 
@@ -330,7 +342,7 @@ def _gains(
     measured."""
     _, x, y, noise = _fit_data(space, values, strategy.higher_is_better)
     ref = space.every.index(best)
-    bounds = _bounds(x, y, noise, space.coords, ref, strategy.confidence)
+    bounds = _bounds(x, y, noise, space.coords, ref, strategy.confidence, strategy.likely)
     return dict(zip(space.every, bounds, strict=True))
 
 

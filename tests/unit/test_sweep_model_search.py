@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,7 +79,9 @@ def test_it_finds_the_best_where_descent_stops_short(
     assert lost.best is not None and lost.best.point_id != best  # descent ends short of it
     state, recorded = search(pts, grid_of(pts), measure_, ModelSearch())
     assert state.done and state.best is not None and state.best.point_id == best
-    assert state.restarts == len(recorded) <= 0.4 * len(pts)
+    # 20 of 48 on the ridge since the likely settings span 3 of log likelihood (15 within 2):
+    # the price of not settling on a lower peak (test_a_likely_setting_keeps_...)
+    assert state.restarts == len(recorded) <= 0.42 * len(pts)
     assert state.verdict is not None and state.verdict.settled
 
 
@@ -99,6 +103,39 @@ def test_it_stops_when_no_unmeasured_point_can_beat_the_best_and_says_by_how_muc
     assert lines[-2] == f"{v.reason}; next to measure: {', '.join(v.next)}"
     assert lines[-3].startswith("not measured (by the model none beats the best by more than 2.0%)")
     assert lines[-1] == "best: ddtree-b64-k6-w2048"
+
+
+def test_a_likely_setting_keeps_an_unmeasured_higher_peak_open() -> None:
+    """A two-peak surface of benchmarks/search_surfaces.py (seed 5, the 20th, 2 % noise) where the
+    bound taken only over settings within 2 of the best log likelihood called the search settled
+    on the lower peak, at 0.78 of the grid's answer; within 3 (the default) it goes on to the
+    grid's answer, for 4 more restarts."""
+    surfaces = _surfaces()
+    true = surfaces.truth("two-peaks", 19, 5)
+    measure_ = surfaces.noisy("two-peaks", 19, 5, 0.02, true)
+    pts = surfaces.distinct_points("two-peaks", true)
+    grid = surfaces.grid_of(pts)
+    means = {p.point_id: sum(measure_(p, 0)) for p in pts}
+    grid_answer = true[max(means, key=means.__getitem__)]
+    narrow, _ = search(pts, grid, measure_, ModelSearch(likely=2.0))
+    wide, _ = search(pts, grid, measure_, ModelSearch())
+    assert narrow.best is not None and wide.best is not None
+    assert narrow.verdict is not None and narrow.verdict.settled
+    assert true[narrow.best.point_id] < 0.8 * grid_answer
+    assert true[wide.best.point_id] == grid_answer
+    assert wide.verdict is not None and wide.verdict.settled
+    assert wide.restarts <= 0.3 * len(pts)
+
+
+def _surfaces() -> Any:
+    """benchmarks/search_surfaces.py, the generated surfaces (a script, not a package)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "search_surfaces.py"
+    spec = importlib.util.spec_from_file_location("search_surfaces", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("search_surfaces", module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_max_restarts_cuts_it_and_the_answer_is_not_settled() -> None:
@@ -172,6 +209,7 @@ def test_bad_strategies_and_grids_are_refused() -> None:
         ({"margin": 1.5}, "margin=1.5"),
         ({"confidence": 0}, "confidence=0"),
         ({"initial": 1}, "initial=1"),
+        ({"likely": -1}, "likely=-1"),
     ]:
         with pytest.raises(ValueError, match=named):
             ModelSearch(**bad)
