@@ -39,6 +39,7 @@ more than the tie margin, by its model).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import statistics
@@ -208,6 +209,7 @@ class Outcome:
     vs_grid: float  # true value of the answer / true value of the grid's answer
     settled: bool | None = None
     reps: int | None = None  # repetitions run, where they differ from REPS a restart
+    rounds: int | None = None  # the search's rounds (a round's runs go to the hosts at once)
 
 
 def truth(kind: str, index: int, seed: int) -> dict[str, float]:
@@ -355,6 +357,7 @@ class Task:
     confirm: int = 0
     smooth: int | None = None
     more: int = 0
+    batch: int = 1
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
@@ -409,6 +412,15 @@ def run_one(task: Task) -> dict[str, Outcome]:
             extra[name] = Outcome(
                 a_state.restarts, len(pts), true[answer] / top, true[answer] / grid_best, reps=reps
             )
+    if task.batch > 1:
+        b_state, _ = model_search.search(
+            pts, grid, measure, dataclasses.replace(task.strategy, batch=task.batch)
+        )
+        assert b_state.best is not None
+        b_true = true[b_state.best.point_id]
+        extra["model xN"] = Outcome(
+            b_state.restarts, len(pts), b_true / top, b_true / grid_best, rounds=len(b_state.rounds)
+        )
     return extra | {
         "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
@@ -418,13 +430,15 @@ def run_one(task: Task) -> dict[str, Outcome]:
             m_true / top,
             m_true / grid_best,
             verdict.settled if verdict else None,
+            rounds=len(m_state.rounds),
         ),
     }
 
 
-def cells(outs: Sequence[Outcome], search: bool = True) -> list[str]:
+def cells(outs: Sequence[Outcome], search: bool = True, rounds: bool = False) -> list[str]:
     """restarts (median, max: share of the grid's), within 2 % of the grid's answer, within 2 %
-    of the true best, the true best, worst answer / true best."""
+    of the true best, the true best, worst answer / true best; `rounds`: the median rounds
+    first."""
     close = sum(o.ratio >= 1.0 - WITHIN for o in outs)
     best = sum(o.ratio >= 1.0 - 1e-12 for o in outs)
     worst = f"{min(o.ratio for o in outs):.2f}"
@@ -433,7 +447,9 @@ def cells(outs: Sequence[Outcome], search: bool = True) -> list[str]:
     shares = [o.restarts / o.grid for o in outs]
     as_grid = sum(o.vs_grid >= 1.0 - WITHIN for o in outs)
     reps = [o.reps / (o.grid * REPS) for o in outs if o.reps is not None]
+    counts = [o.rounds for o in outs if o.rounds is not None]
     return [
+        *([f"{statistics.median(counts):g}"] if rounds and counts else []),
         *([f"{statistics.median(reps):.0%} / {max(reps):.0%}"] if reps else []),
         f"{statistics.median(shares):.0%}",
         f"{max(shares):.0%}",
@@ -449,6 +465,7 @@ def print_rows(
     n: int,
     names: Sequence[str],
     cols: Sequence[str],
+    rounds: bool = False,
 ) -> None:
     """A table of the extra answers `names` (an experiment's rows), a line per class and noise."""
     head = ["class", "noise", *(f"{w} {c}" for w in names for c in cols)]
@@ -459,7 +476,7 @@ def print_rows(
             rows = [by[(kind, nz, i)] for i in range(n)]
             line = [kind, f"{nz:.0%}"]
             for w in names:
-                line += cells([r[w] for r in rows])
+                line += cells([r[w] for r in rows], rounds=rounds)
             print("| " + " | ".join(line) + " |")
 
 
@@ -505,6 +522,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the server is up (no restart) to a point within 2 sd of the best so far, up to R in all "
         "(model*: the best mean; model*~: the model's estimate)",
     )
+    ap.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        metavar="N",
+        help="also the model search with rounds of N points (what the sweep does on N hosts: "
+        "model xN), its rounds beside those of one point a round",
+    )
     args = ap.parse_args(argv)
     strat = model_search.ModelSearch(
         margin=args.margin,
@@ -515,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.more)
+        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.more, args.batch)
         for nz in NOISES
         for k in CLASSES
         for i in range(n)
@@ -584,6 +609,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the grid's first, then as above"
         )
         print_rows(by, n, ("model*", "model*~"), ["reps", *cols])
+    if args.batch > 1:
+        print(
+            f"\nrounds of {args.batch} points (--batch {args.batch}, the sweep on {args.batch} "
+            "hosts): rounds median first (a round's runs go to the hosts at once), then as above"
+        )
+        print_rows(by, n, ("model", "model xN"), ["rounds", *cols], rounds=True)
     every = [r["model"].restarts / r["model"].grid for r in results]
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     print(

@@ -25,9 +25,13 @@ run at the full bench:
   setting (log likelihood within `likely`, 3, of the best's) if that is higher. A surface the
   data leave open (a narrow peak between points measured) keeps its points open.
 - While the largest bound is above the tie margin (`margin`, 2 %), the next round measures that
-  point. Otherwise the search is settled: no unmeasured point can beat the answer by more than the
-  margin, by the model; the verdict gives the largest bound and the NEXT_SHOWN points it would
-  measure next. A grid measured in full is settled too.
+  point, and with `batch` above 1 (the sweep's hosts: sweep/plan.py) up to batch - 1 more, each
+  the point with the largest bound once the ones picked are taken as measured at the model's
+  mean (a "believer" batch: their uncertainty gone, what they may show not guessed), so that
+  every host has a run and the round spreads over what is open. Otherwise the search is
+  settled: no unmeasured point can beat the answer by more than the margin, by the model; the
+  verdict gives the largest bound and the NEXT_SHOWN points it would measure next. A grid
+  measured in full is settled too.
 - A failed run is out (not measured again by this search in this invocation).
 - `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
   it is not settled, with the largest bound and the points it would measure next. A bound below
@@ -40,7 +44,9 @@ run at the full bench:
   is not an axis.
 
 `replay(points, grid, measurements, strategy, warm)` rebuilds the state from recorded
-measurements, so a driver that runs one play per round resumes anywhere.
+measurements, so a driver that runs one play per round resumes anywhere; runs recorded that its
+rounds do not pick (a rerun on another count of hosts: other batches) join as a round of their
+own before it waits or ends, so no measurement is dropped.
 
 Why this method, from benchmarks/search_surfaces.py (72-point grid, 30 surfaces of each class,
 2 % and 5 % noise on three repetitions; the table in benchmarks/README.md). A per-parameter model
@@ -106,7 +112,8 @@ class ModelSearch:
     an unmeasured point's gain spans; `initial`: the points of the first round (a space-filling
     design); `likely`: a hyperparameter setting whose log likelihood is within this of the best
     one's bounds the gain on its own too; `max_restarts`: at most so many server starts (None: no
-    limit)."""
+    limit); `batch`: the points a round after the first measures at most (one a host: sweep/plan.py
+    gives the hosts' count, so that no host waits while the others run)."""
 
     max_restarts: int | None = None
     higher_is_better: bool = True
@@ -114,6 +121,7 @@ class ModelSearch:
     confidence: float = 2.0
     initial: int = 7
     likely: float = 3.0
+    batch: int = 1
     name: ClassVar[str] = "model"
     levels: ClassVar[int] = 1
     last_level: ClassVar[int] = 0
@@ -132,6 +140,8 @@ class ModelSearch:
             raise ValueError(f"initial={self.initial}: must be an integer >= 2")
         if isinstance(self.likely, bool) or not 0 <= self.likely <= 20:
             raise ValueError(f"likely={self.likely}: must be in [0, 20] (log likelihood)")
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
+            raise ValueError(f"batch={self.batch}: must be an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -222,8 +232,8 @@ def _bounds(
     same figures). The bound is the larger of the mixture's mean + `confidence` sd and that of
     every likely hyperparameter (log likelihood within `likely` of the best's) on its own, so
     that a surface the data leave open (a narrow peak between points measured) keeps its
-    unmeasured points open too. `smooth`: the mixture's mean of
-    f(point) - f(grid[ref]) instead, no bound (see smoothed())."""
+    unmeasured points open too. `smooth`: the mixture's mean of f(point) instead, no bound (see
+    smoothed())."""
     import numpy as np
 
     xa = np.asarray(x, dtype=np.float64)  # (n, A)
@@ -266,10 +276,10 @@ def _bounds(
     prior = 2.0 * amp_h[:, None] * (1.0 - c_gr[scale_h])
     one_g = np.einsum("hn,hnm->hm", li1, lig)  # the mean's own uncertainty, integrated out
     var = np.maximum(prior - np.einsum("hnm,hnm->hm", lig, lig) + one_g**2 / s[:, None], 0.0)
+    if smooth:
+        return tuple(float(v) for v in w @ level)
     mean = level - level[:, ref, None]
     mix_mean = w @ mean
-    if smooth:
-        return tuple(float(v) for v in mix_mean)
     mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
     bound = mix_mean + confidence * mix_sd
     likely_h = loglik >= loglik.max() - likely
@@ -335,15 +345,48 @@ def _fit_data(
     return ids, x, y, noise
 
 
+def _model_data(
+    space: _Space,
+    values: Mapping[str, Sequence[float]],
+    strategy: ModelSearch,
+    believed: Mapping[str, float],
+) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...], tuple[float, ...]]:
+    """_fit_data's positions, means and noise, plus the points `believed`: picked for this round
+    and taken as measured at the model's mean (log units), with a full bench's noise."""
+    _, x, y, noise = _fit_data(space, values, strategy.higher_is_better)
+    if believed:
+        place = {pid: i for i, pid in enumerate(space.every)}
+        x += tuple(space.coords[place[pid]] for pid in believed)
+        y += tuple(believed.values())
+        noise += (min(noise),) * len(believed)
+    return x, y, noise
+
+
 def _gains(
-    space: _Space, values: Mapping[str, Sequence[float]], best: str, strategy: ModelSearch
+    space: _Space,
+    values: Mapping[str, Sequence[float]],
+    best: str,
+    strategy: ModelSearch,
+    believed: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Every point's bound on its gain over `best` (logs), by the model fitted to every point
-    measured."""
-    _, x, y, noise = _fit_data(space, values, strategy.higher_is_better)
+    measured (and `believed`, see _model_data)."""
+    x, y, noise = _model_data(space, values, strategy, believed or {})
     ref = space.every.index(best)
     bounds = _bounds(x, y, noise, space.coords, ref, strategy.confidence, strategy.likely)
     return dict(zip(space.every, bounds, strict=True))
+
+
+def _levels(
+    space: _Space,
+    values: Mapping[str, Sequence[float]],
+    strategy: ModelSearch,
+    believed: Mapping[str, float],
+) -> dict[str, float]:
+    """The model's mean of every point's log objective (the mixture's)."""
+    x, y, noise = _model_data(space, values, strategy, believed)
+    means = _bounds(x, y, noise, space.coords, 0, 0.0, smooth=True)
+    return dict(zip(space.every, means, strict=True))
 
 
 def smoothed(
@@ -360,9 +403,9 @@ def smoothed(
     ids, x, y, noise = _fit_data(space, values, higher_is_better)
     if len(ids) < 2:
         return dict.fromkeys(ids, 0.0)
-    means = _bounds(x, y, noise, space.coords, space.every.index(ids[0]), 0.0, smooth=True)
+    means = _bounds(x, y, noise, space.coords, 0, 0.0, smooth=True)
     every = dict(zip(space.every, means, strict=True))
-    return {pid: every[pid] for pid in ids}
+    return {pid: every[pid] - every[ids[0]] for pid in ids}
 
 
 # ---------------------------------------------------------------- one step
@@ -422,13 +465,41 @@ def _step(
     gain = math.expm1(bound[ranked[0]])
     if gain > strategy.margin:
         why = f"an unmeasured point may beat the best by up to {gain:.1%} by the model"
-        return _Step((ranked[0],), gain, ahead, why)
+        return _Step(_batch(space, values, best, strategy, ranked[0], free), gain, ahead, why)
     why = (
         f"settled: no unmeasured point can beat the best by more than {strategy.margin:.1%} "
         f"by the model (the largest possible gain {max(gain, 0.0):.1%}, at "
         f"{strategy.confidence:g} sd)"
     )
     return _Step((), gain, ahead, why)
+
+
+def _batch(
+    space: _Space,
+    values: Mapping[str, Sequence[float]],
+    best: str,
+    strategy: ModelSearch,
+    first: str,
+    free: Sequence[str],
+) -> tuple[str, ...]:
+    """A round of up to `batch` points, `first` first. Each next one is the point with the
+    largest bound once the ones picked are taken as measured at the model's mean (their
+    uncertainty gone, what they may show not guessed): so the round spreads over the regions
+    left open instead of crowding around one. A point whose bound is then within the margin is
+    not picked: a round may be smaller than the batch."""
+    picks = [first]
+    believed: dict[str, float] = {}
+    while len(picks) < strategy.batch:
+        last = picks[-1]
+        believed[last] = _levels(space, values, strategy, believed)[last]
+        bound = _gains(space, values, best, strategy, believed)
+        left = [
+            pid for pid in free if pid not in believed and math.expm1(bound[pid]) > strategy.margin
+        ]
+        if not left:
+            break
+        picks.append(min(left, key=lambda pid: (-round(bound[pid], 12), space.order[pid])))
+    return tuple(picks)
 
 
 # ---------------------------------------------------------------- the state
@@ -481,10 +552,39 @@ def replay(
             strategy, tuple(points), tuple(rounds), pending, verdict, warm_pts, ranked, stats_now
         )
 
+    def consume(runs: tuple[Run[P], ...]) -> None:
+        nonlocal used, running
+        fails = []
+        for r in runs:
+            pid = r.point.point_id
+            if recorded[pid].values:
+                values[pid] = recorded[pid].values
+            else:
+                failed.add(pid)
+                fails.append(r.point)
+        used += sum(r.restart for r in runs)
+        running = runs[-1].point.point_id
+        ranked = ranking()
+        measured = {p.point_id: known[p.point_id] for p in ranked}
+        rounds.append(
+            Round(len(rounds), 0, runs, (), measured, ranked, tuple(fails), complete=True)
+        )
+
     while True:
         ranked = ranking()
         best = ranked[0].point_id if ranked else None
         step = _step(space, values, failed, best, strategy)
+        # runs recorded that this replay did not pick (an invocation with another count of hosts
+        # picked rounds of another size): measured all the same, so they join as a round of
+        # their own before the search waits or ends, and no measurement is dropped
+        orphans = [
+            by_id[pid]
+            for pid in sorted(recorded, key=order.__getitem__)
+            if pid not in values and pid not in failed and pid not in step.picks
+        ]
+        if orphans and (not step.picks or any(pid not in recorded for pid in step.picks)):
+            consume(_schedule(orphans, order, 0, running, math.inf)[0])
+            continue
         if not step.picks:
             return state((), Verdict(True, step.gain, strategy.margin, step.ahead, step.why))
         if not rounds and len(step.picks) > budget:
@@ -510,21 +610,7 @@ def replay(
             rounds.append(Round(len(rounds), 0, runs))
             names = tuple(r.point.point_id for r in pending)
             return state(pending, Verdict(False, step.gain, strategy.margin, names, step.why))
-        fails = []
-        for r in runs:
-            pid = r.point.point_id
-            if recorded[pid].values:
-                values[pid] = recorded[pid].values
-            else:
-                failed.add(pid)
-                fails.append(r.point)
-        used += sum(r.restart for r in runs)
-        running = runs[-1].point.point_id
-        ranked = ranking()
-        measured = {p.point_id: known[p.point_id] for p in ranked}
-        rounds.append(
-            Round(len(rounds), 0, runs, (), measured, ranked, tuple(fails), complete=True)
-        )
+        consume(runs)
 
 
 def search(

@@ -239,7 +239,7 @@ def _search_plan(
     objective = objectives.make(
         objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
     )
-    strat = search_rounds.strategy(cli, objective, str(cli.get("search")))  # SweepInputErrors
+    strat = search_rounds.strategy(cli, objective, str(cli.get("search")), len(inp.hosts))
     distinct = sorted({c for h, c in inp.classes.items() if c and h in inp.hosts})
     if len(distinct) > 1:
         raise SweepInputError(

@@ -410,7 +410,13 @@ def search_lines(search: dict[str, Any]) -> list[str]:
     if search.get("search") == "model":
         about = (
             f"Model search (tie margin {st.get('margin', 0.0):.1%}, bound at "
-            f"{st.get('confidence')} sd, max_restarts {budget}): the points above are the ones "
+            f"{st.get('confidence')} sd, max_restarts {budget}"
+            + (
+                f", up to {st['batch']} points a round: one a host"
+                if st.get("batch", 1) > 1
+                else ""
+            )
+            + "): the points above are the ones "
             "it measured, each with the full bench, and the ones measured before under the same "
             "identity (warm starts, no restart). Its answer is the best mean measured, as the "
             "grid's; a model of the objective fitted to them (sweep/model_search.py) bounds what "

@@ -68,10 +68,13 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
     return int(raw)
 
 
-def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -> search.Strategy:
+def strategy(
+    cli: dict[str, Any], objective: Objective, name: str = "halving", hosts: int = 1
+) -> search.Strategy:
     """The search's settings from the command line: for halving, halving_eta (keep 1/eta per
     round, default 3), halving_levels (2 or 3, default 2: one screening level) and
-    halving_run_on (default false); for every search, max_restarts (no limit)."""
+    halving_run_on (default false); for every search, max_restarts (no limit). The model
+    search's rounds have a point a host (`hosts`, the sweep's)."""
 
     def given(key: str) -> Any:
         raw = cli.get(key)
@@ -84,7 +87,7 @@ def strategy(cli: dict[str, Any], objective: Objective, name: str = "halving") -
             if given(key) is not None:
                 raise SearchInputError(f"{key}={given(key)}: only with search=halving")
         if name == "model":
-            return ModelSearch(budget, objective.higher_is_better)
+            return ModelSearch(budget, objective.higher_is_better, batch=max(hosts, 1))
         return Descent(budget, objective.higher_is_better)
     eta_raw = given("halving_eta")
     try:
@@ -239,7 +242,7 @@ def search_info(
     if isinstance(strat, search.Halving):
         settings = {"eta": strat.eta, "run_on": strat.run_on}
     elif isinstance(strat, ModelSearch):
-        settings = {"margin": strat.margin, "confidence": strat.confidence}
+        settings = {"margin": strat.margin, "confidence": strat.confidence, "batch": strat.batch}
     warm = [p.point_id for p in state.warm] if isinstance(state, model_search.ModelState) else []
     last = strat.last_level
     info: dict[str, Any] = {

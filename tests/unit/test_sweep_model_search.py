@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from test_sweep_fakes import plan_input
-from test_sweep_planner import drive, start
+from test_sweep_halving import measure as measure_one
+from test_sweep_planner import drive, speed, start
 from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
-from sweep import descent, layout, model_search, objectives, search_rounds
+from sweep import descent, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
 from sweep.model_search import ModelSearch, describe, replay, search
 from sweep.params import SweepInputError
@@ -178,6 +179,54 @@ def test_warm_starts_seed_the_search_and_cost_no_restart() -> None:
     assert replay(pts, g, [], ModelSearch(max_restarts=3), warm).pending
 
 
+@pytest.mark.parametrize(
+    ("f", "best"), [(ridge, "ddtree-b64-k6-w2048"), (two_peaks, "ddtree-b96-k6-w2048")]
+)
+def test_a_round_has_a_point_a_host_spread_over_what_is_open(
+    f: Callable[[int, int], float], best: str
+) -> None:
+    pts, measure_ = points(), surface(f)
+    g = grid_of(pts)
+    first = replay(pts, g, [], ModelSearch()).pending
+    recorded = [Measurement(r.point.point_id, 0, tuple(measure_(r.point, 0))) for r in first]
+    one = replay(pts, g, recorded, ModelSearch())
+    three = replay(pts, g, recorded, ModelSearch(batch=3))
+    picks = [r.point.point_id for r in three.pending]
+    assert len(one.pending) == 1 and len(picks) == len(set(picks)) == 3
+    assert one.pending[0].point.point_id in picks  # the same first pick
+    assert not set(picks) & {m.point_id for m in recorded}
+    # not merely the three largest bounds: the first pick, believed measured, closes the points
+    # around it, so the round does not spend two hosts on one region
+    space = model_search._Space.of(g, {p.point_id: i for i, p in enumerate(pts)})
+    values = {m.point_id: m.values for m in recorded}
+    best_mean = max(values, key=lambda pid: sum(values[pid]))
+    top3 = model_search._step(space, values, (), best_mean, ModelSearch(batch=3)).ahead
+    assert len(top3) == 3 and set(picks) != set(top3)
+    # and the whole search still ends on the best, settled, in fewer rounds
+    state, ran = search(pts, g, measure_, ModelSearch(batch=3))
+    assert state.best is not None and state.best.point_id == best
+    assert state.verdict is not None and state.verdict.settled
+    alone, _ = search(pts, g, measure_, ModelSearch())
+    assert len(state.rounds) < len(alone.rounds)
+    assert len(ran) <= 0.6 * len(pts)
+
+
+@pytest.mark.parametrize("again", [1, 2])
+def test_a_rerun_on_fewer_hosts_keeps_every_run_recorded_on_more(again: int) -> None:
+    """Rounds of 3 recorded, replayed by an invocation with `again` hosts: the runs its own
+    rounds do not pick are measured all the same, so they count, and the search goes on from
+    there to the same best."""
+    pts, measure_ = points(), surface(two_peaks)
+    g = grid_of(pts)
+    full, recorded = search(pts, g, measure_, ModelSearch(batch=3))
+    for cut in (len(recorded) // 2, len(recorded)):
+        state = replay(pts, g, recorded[:cut], ModelSearch(batch=again))
+        assert {m.point_id for m in recorded[:cut]} <= set(state.by_id)
+    state, more = search(pts, g, measure_, ModelSearch(batch=again), recorded[: len(recorded) // 2])
+    assert state.done and state.best == full.best
+    assert state.restarts == len(more) and len({m.point_id for m in more}) == len(more)
+
+
 def test_twins_left_out_of_the_grid_are_holes_not_points() -> None:
     pts = [p for p in points() if not (p.budget == 8 and p.topk > 1)]  # the chain: one server
     state, recorded = search(pts, grid_of(pts), surface(ridge), ModelSearch())
@@ -210,6 +259,7 @@ def test_bad_strategies_and_grids_are_refused() -> None:
         ({"confidence": 0}, "confidence=0"),
         ({"initial": 1}, "initial=1"),
         ({"likely": -1}, "likely=-1"),
+        ({"batch": 0}, "batch=0"),
     ]:
         with pytest.raises(ValueError, match=named):
             ModelSearch(**bad)
@@ -259,6 +309,31 @@ def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
     assert f"- {v['reason']}; next to measure: {', '.join(v['next'])}\n" in md
     assert "settled: no unmeasured point can beat the best by more than 2.0% by the model" in md
     assert out["incomplete"] == []
+
+
+def test_with_several_hosts_each_round_has_a_run_for_every_host(tmp_path: Path) -> None:
+    """Three hosts asking at once after the first round each get a run, not one run and two
+    waits: a round has a point a host (the batch), so the search is not one host's work."""
+    hosts = ["h1", "h2", "h3"]
+    d = start(tmp_path, hosts=hosts, forks=3, baseline="false", **GRID)
+    per_ask: list[list[str]] = []
+    for _ in range(100):
+        answers = [planner.next_run(d, h, lost=set()) for h in hosts]
+        runs = [a["item"] for a in answers if a["action"] == "run"]
+        if all(a["action"] == "done" for a in answers):
+            break
+        for item in runs:
+            measure_one(Path(item["sweep"]["dir"]), item["id"], speed(item["id"]))
+        per_ask.append([item["id"] for item in runs])
+    info = json.loads((d / "search.json").read_text())
+    assert info["done"] and info["best"] == "ddtree-b64-k6-w2048"
+    assert info["strategy"]["batch"] == 3
+    handed = [pid for ids in per_ask for pid in ids]
+    assert len(handed) == len(set(handed)) == info["restarts"]
+    after_first = [ids for ids in per_ask[3:] if ids]  # round 0: 7 runs over three asks
+    assert after_first and max(len(ids) for ids in after_first) == 3
+    md = Path(write_report(d, with_plots=False)["report"]).read_text()
+    assert "max_restarts none, up to 3 points a round: one a host)" in md
 
 
 def test_a_restart_budget_leaves_it_not_settled_in_the_report(tmp_path: Path) -> None:
