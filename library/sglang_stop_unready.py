@@ -21,6 +21,10 @@ description:
     C(TimeoutStopSec)). So the unit gets a stop job (C(systemctl stop --no-block)), every process
     of its cgroup SIGTERM, and SIGKILL after O(grace) seconds if any is left; the module returns
     once the unit is stopped (at most O(grace) + O(kill_wait) seconds).
+  - It fails, naming them, when processes of the unit are still there O(kill_wait) seconds after
+    SIGKILL (uninterruptible: a process stuck in the GPU driver after a fault cannot be killed),
+    or when the unit has not stopped by then: the restart would meet them holding the GPUs and
+    the port, so it is not tried.
   - The stop job is what keeps a crash loop from racing the restart. Killed without one, a run
     exits with a failure, C(Restart=on-failure) starts another after C(RestartSec), and the
     restart that follows this module then meets that new run while it starts, with a plain
@@ -45,7 +49,9 @@ options:
     type: int
     default: 10
   kill_wait:
-    description: Seconds to wait, after SIGKILL, for the cgroup to be empty.
+    description: >-
+    Seconds to wait, after SIGKILL, for the cgroup to be empty and the unit stopped; processes
+    left after that fail the module.
     type: int
     default: 20
 attributes:
@@ -160,6 +166,10 @@ def wait_stopped(run: Run, unit: str, seconds: float, sleep: Callable[[float], N
     return True
 
 
+class Survivors(Exception):
+    """The unit did not stop: processes outlived SIGKILL, or the stop job did not end."""
+
+
 def stop_unready(
     run: Run,
     unit: str,
@@ -197,8 +207,21 @@ def stop_unready(
         if not wait_empty(run, unit, grace, sleep):
             run(["systemctl", "kill", "--kill-whom=all", "--signal=SIGKILL", unit])
             out["stopped"] = "SIGKILL"
-            wait_empty(run, unit, kill_wait, sleep)
-    wait_stopped(run, unit, kill_wait, sleep)
+            if not wait_empty(run, unit, kill_wait, sleep):
+                left = cgroup_pids(run, unit)
+                raise Survivors(
+                    f"{unit}: {len(left)} process(es) still there {kill_wait} s after SIGKILL "
+                    f"(PIDs {', '.join(map(str, left))}): uninterruptible, as a process stuck in "
+                    "the GPU driver after a fault is; not restarting over them (they hold the "
+                    f"GPUs and the port). Look with: ps -o pid,stat,wchan:32,cmd -p "
+                    f"{','.join(map(str, left))}"
+                )
+    if not wait_stopped(run, unit, kill_wait, sleep):
+        now = SystemdReader(run).show(unit)
+        raise Survivors(
+            f"{unit}: still {now.active_state}/{now.sub_state} {kill_wait} s after its processes "
+            "were stopped; not restarting over it (systemctl status " + unit + ")"
+        )
     out["elapsed"] = round(time.monotonic() - start, 3)
     return out
 
@@ -223,6 +246,8 @@ def main() -> None:
         result = stop_unready(
             run, p["unit"], p["ready_marker"], p["grace"], p["kill_wait"], module.check_mode
         )
+    except Survivors as e:
+        module.fail_json(msg=f"sglang_stop_unready: {e}", stopped="SIGKILL", changed=True)
     except Exception as e:  # systemctl show failed: name it
         module.fail_json(msg=f"sglang_stop_unready: {e}")
     if not module.check_mode:

@@ -29,9 +29,10 @@ class Host:
         journal: str = "",
         ignores_term: bool = False,
         sub: str = "start",
+        unkillable: bool = False,
     ) -> None:
         self.active, self.sub, self.pid, self.journal = active, sub, pid, journal
-        self.ignores_term = ignores_term
+        self.ignores_term, self.unkillable = ignores_term, unkillable
         self.procs = [pid, pid + 1] if pid else []
         self.stop_job = False
         self.calls: list[list[str]] = []
@@ -57,7 +58,10 @@ class Host:
         if cmd[:2] == ["systemctl", "stop"]:
             self.stop_job = True
         if cmd[:2] == ["systemctl", "kill"]:
-            if "--signal=SIGKILL" in cmd or not self.ignores_term:
+            if self.unkillable:
+                # the main process dies, a child in D state does not
+                self.procs = [p for p in self.procs if p != self.pid]
+            elif "--signal=SIGKILL" in cmd or not self.ignores_term:
                 self.procs = []
             return 0, "", ""
         return 0, "", ""
@@ -113,6 +117,25 @@ def test_a_process_that_ignores_sigterm_is_killed_with_its_cgroup() -> None:
     assert out["stopped"] == "SIGKILL" and host.signals() == ["SIGTERM", "SIGKILL"]
     kill = next(c for c in host.calls if "--signal=SIGKILL" in c)
     assert "--kill-whom=all" in kill  # the whole cgroup, not the main process alone
+
+
+def test_a_process_that_outlives_sigkill_fails_it_by_pid_before_any_restart() -> None:
+    """A child stuck in the GPU driver (D state) survives SIGKILL: the module says so, with its
+    PID, instead of returning as if the unit were stopped and letting the restart start a server
+    beside it."""
+    host = Host(active="activating", journal="Load weight begin\n", unkillable=True)
+    with pytest.raises(
+        m.Survivors, match=r"1 process\(es\) still there 0.5 s after SIGKILL \(PIDs 43\)"
+    ):
+        stop(host)
+    assert host.signals() == ["SIGTERM", "SIGKILL"]
+
+
+def test_a_unit_that_does_not_stop_fails_it() -> None:
+    host = Host(active="activating", journal="Load weight begin\n")
+    host.state = lambda: ("deactivating", "stop-sigkill", 42)  # type: ignore[method-assign]
+    with pytest.raises(m.Survivors, match=r"still deactivating/stop-sigkill 0\.5 s after"):
+        stop(host)
 
 
 def test_a_pending_auto_restart_is_cancelled() -> None:
