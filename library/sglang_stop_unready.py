@@ -220,7 +220,7 @@ def stop_unready(
         now = SystemdReader(run).show(unit)
         raise Survivors(
             f"{unit}: still {now.active_state}/{now.sub_state} {kill_wait} s after its processes "
-            "were stopped; not restarting over it (systemctl status " + unit + ")"
+            f"were stopped; not restarting over it (systemctl status {unit})"
         )
     out["elapsed"] = round(time.monotonic() - start, 3)
     return out

@@ -222,8 +222,7 @@ def _bounds(
     ref: int,
     confidence: float,
     likely: float = 0.0,
-    smooth: bool = False,
-) -> tuple[float, ...]:
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """For every point of `grid`, the upper bound of f(point) - f(grid[ref]), f the log
     objective (higher is better), by a Gaussian process fitted to the means `y` at `x` (their
     noise variances `noise`): constant mean integrated out, Matern 5/2 with a length scale per
@@ -232,8 +231,8 @@ def _bounds(
     same figures). The bound is the larger of the mixture's mean + `confidence` sd and that of
     every likely hyperparameter (log likelihood within `likely` of the best's) on its own, so
     that a surface the data leave open (a narrow peak between points measured) keeps its
-    unmeasured points open too. `smooth`: the mixture's mean of f(point) instead, no bound (see
-    smoothed())."""
+    unmeasured points open too. Returns the bounds and, from the same fit, the mixture's mean
+    of f(point) (see smoothed(), _batch())."""
     import numpy as np
 
     xa = np.asarray(x, dtype=np.float64)  # (n, A)
@@ -276,15 +275,14 @@ def _bounds(
     prior = 2.0 * amp_h[:, None] * (1.0 - c_gr[scale_h])
     one_g = np.einsum("hn,hnm->hm", li1, lig)  # the mean's own uncertainty, integrated out
     var = np.maximum(prior - np.einsum("hnm,hnm->hm", lig, lig) + one_g**2 / s[:, None], 0.0)
-    if smooth:
-        return tuple(float(v) for v in w @ level)
+    means = tuple(float(v) for v in w @ level)
     mean = level - level[:, ref, None]
     mix_mean = w @ mean
     mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
     bound = mix_mean + confidence * mix_sd
     likely_h = loglik >= loglik.max() - likely
     bound = np.maximum(bound, (mean + confidence * np.sqrt(var))[likely_h].max(axis=0))
-    return tuple(float(v) for v in bound)
+    return tuple(float(v) for v in bound), means
 
 
 # ---------------------------------------------------------------- the data
@@ -368,25 +366,13 @@ def _gains(
     best: str,
     strategy: ModelSearch,
     believed: Mapping[str, float] | None = None,
-) -> dict[str, float]:
-    """Every point's bound on its gain over `best` (logs), by the model fitted to every point
-    measured (and `believed`, see _model_data)."""
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Every point's bound on its gain over `best` and the model's mean of its log objective,
+    by the model fitted to every point measured (and `believed`, see _model_data)."""
     x, y, noise = _model_data(space, values, strategy, believed or {})
     ref = space.every.index(best)
-    bounds = _bounds(x, y, noise, space.coords, ref, strategy.confidence, strategy.likely)
-    return dict(zip(space.every, bounds, strict=True))
-
-
-def _levels(
-    space: _Space,
-    values: Mapping[str, Sequence[float]],
-    strategy: ModelSearch,
-    believed: Mapping[str, float],
-) -> dict[str, float]:
-    """The model's mean of every point's log objective (the mixture's)."""
-    x, y, noise = _model_data(space, values, strategy, believed)
-    means = _bounds(x, y, noise, space.coords, 0, 0.0, smooth=True)
-    return dict(zip(space.every, means, strict=True))
+    bounds, means = _bounds(x, y, noise, space.coords, ref, strategy.confidence, strategy.likely)
+    return dict(zip(space.every, bounds, strict=True)), dict(zip(space.every, means, strict=True))
 
 
 def smoothed(
@@ -403,7 +389,7 @@ def smoothed(
     ids, x, y, noise = _fit_data(space, values, higher_is_better)
     if len(ids) < 2:
         return dict.fromkeys(ids, 0.0)
-    means = _bounds(x, y, noise, space.coords, 0, 0.0, smooth=True)
+    _, means = _bounds(x, y, noise, space.coords, 0, 0.0)
     every = dict(zip(space.every, means, strict=True))
     return {pid: every[pid] - every[ids[0]] for pid in ids}
 
@@ -459,7 +445,7 @@ def _step(
         count = max(strategy.initial - len(tried), 1)
         picks = tuple(_design(space, tried, free, count))
         return _Step(picks, None, picks, "first round: too few points measured to model")
-    bound = _gains(space, values, best, strategy)
+    bound, _ = _gains(space, values, best, strategy)
     ranked = sorted(free, key=lambda pid: (-round(bound[pid], 12), space.order[pid]))
     ahead = tuple(ranked[:NEXT_SHOWN])
     gain = math.expm1(bound[ranked[0]])
@@ -489,10 +475,11 @@ def _batch(
     not picked: a round may be smaller than the batch."""
     picks = [first]
     believed: dict[str, float] = {}
+    bound, level = _gains(space, values, best, strategy)  # the fit _step made: cached
     while len(picks) < strategy.batch:
         last = picks[-1]
-        believed[last] = _levels(space, values, strategy, believed)[last]
-        bound = _gains(space, values, best, strategy, believed)
+        believed[last] = level[last]
+        bound, level = _gains(space, values, best, strategy, believed)
         left = [
             pid for pid in free if pid not in believed and math.expm1(bound[pid]) > strategy.margin
         ]
