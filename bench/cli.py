@@ -119,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, type=Path, help="directory for the records")
     r.add_argument("--repetitions", type=int, default=1)
     r.add_argument(
+        "--more-repetitions",
+        metavar="JSON",
+        help="after --repetitions, as many again while the point may still be the best, up to a"
+        " cap (bench/more_repetitions.py; the sweep's planner writes this rule)",
+    )
+    r.add_argument(
         "--requests-per-slot",
         type=int,
         default=4,
@@ -253,6 +259,7 @@ def _open_loop(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
+    from bench.more_repetitions import MoreRule
     from bench.runner import RunConfig, run_benchmark
 
     if not a.url.startswith(("http://", "https://")):
@@ -303,6 +310,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         greedy_prompts=a.greedy_prompts,
         greedy_max_tokens=a.greedy_max_tokens,
         greedy_concurrency=a.greedy_concurrency,
+        more=None if a.more_repetitions is None else MoreRule.from_json(a.more_repetitions),
         **_open_loop(a),
         **_capacity(a),
     )

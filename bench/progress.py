@@ -47,6 +47,11 @@ class Progress:
         self.stream.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
         self.stream.flush()
 
+    def extend(self, cells: int, requests: int) -> None:
+        """Cells added to the run after it started (more repetitions)."""
+        self.total_cells += cells
+        self.total_requests += requests
+
     def skip(self, label: str, requests: int) -> None:
         self.cells_done += 1
         self.requests_done += requests

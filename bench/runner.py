@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import __version__, arrivals, greedy, records
+from bench import __version__, arrivals, greedy, objective, records
 from bench.capacity import CAPACITY_FILE, DEFAULT_MAX_TRIALS, DEFAULT_PRECISION, Search, Slo, Trial
 from bench.client import generate_payload, make_session, run_closed_loop, run_open_loop
 from bench.conversation import Conversation
 from bench.errors import BadArguments, ContextTooLong, ServerError
 from bench.metrics import MAX_SEND_LAG_MS, open_loop_summary, summarize
+from bench.more_repetitions import MORE_FILE, MoreRule, Step
 from bench.progress import Progress
 from bench.prompt_sets import CHAT_CATEGORIES, Prompt, PromptBuilder, chat_pool
 from bench.server import Server, metrics_diff, redact
@@ -72,6 +73,8 @@ class RunConfig:
     capacity_precision: float = DEFAULT_PRECISION
     capacity_max_trials: int = DEFAULT_MAX_TRIALS
     capacity_max_seconds: float = 3600.0
+    # more repetitions while the point may be the best (bench/more_repetitions.py); None: none
+    more: MoreRule | None = None
 
     def public(self) -> dict[str, Any]:
         d = asdict(self)
@@ -387,26 +390,64 @@ def greedy_pool(cfg: RunConfig) -> list[Conversation]:
     return cfg.dataset if cfg.dataset else chat_pool("chat", [])
 
 
+def _matrix(cfg: RunConfig, repetitions: int) -> list[Cell]:
+    if cfg.slo is not None and not cfg.concurrencies and not cfg.request_rates:
+        return []
+    return build_matrix(
+        cfg.contexts,
+        cfg.concurrencies,
+        cfg.output_lens,
+        cfg.categories,
+        repetitions,
+        cfg.requests_per_slot,
+        cfg.min_requests,
+        cfg.warmup,
+        cfg.request_rates,
+        cfg.burstiness,
+        cfg.max_concurrency,
+        cfg.open_loop_seconds,
+    )
+
+
+async def run_more(
+    server: Server, builder: PromptBuilder, cfg: RunConfig, progress: Progress
+) -> list[dict[str, Any]]:
+    """bench/more_repetitions.py: after the run's own repetitions, as many again while the rule
+    says the point may still be the best, up to its cap; every decision in more.json."""
+    rule = cfg.more
+    assert rule is not None
+    steps: list[Step] = []
+    written: list[dict[str, Any]] = []
+    while True:
+        values = objective.run_values(
+            rule.objective,
+            cfg.out,
+            records.load_records(cfg.out),
+            rule.slo_ttft_ms,
+            rule.slo_tpot_ms,
+        )
+        step = rule.step(values)
+        steps.append(step)
+        records.write_json(cfg.out / MORE_FILE, rule.record(steps))
+        progress.log(f"after {step.repetitions} repetition(s), {step.mean:.4g}: {step.why}")
+        upto = min(len(values) + cfg.repetitions, rule.max_repetitions)
+        new = [
+            c
+            for c in _matrix(cfg, upto)
+            if c.repetition >= len(values) and not records.is_done(cfg.out, c.cell_id)
+        ]
+        if not step.more or not new:
+            return written
+        progress.extend(len(new), sum(c.num_requests for c in new))
+        for cell in new:
+            cell_info = await server.server_info()
+            written.append(await run_cell(server, builder, cell, cfg, progress, cell_info))
+            records.write_summaries(cfg.out)
+
+
 async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
     """Run every cell not yet recorded (all with `redo`); returns the records written."""
-    cells = (
-        []
-        if cfg.slo is not None and not cfg.concurrencies and not cfg.request_rates
-        else build_matrix(
-            cfg.contexts,
-            cfg.concurrencies,
-            cfg.output_lens,
-            cfg.categories,
-            cfg.repetitions,
-            cfg.requests_per_slot,
-            cfg.min_requests,
-            cfg.warmup,
-            cfg.request_rates,
-            cfg.burstiness,
-            cfg.max_concurrency,
-            cfg.open_loop_seconds,
-        )
-    )
+    cells = _matrix(cfg, cfg.repetitions)
     cfg.out.mkdir(parents=True, exist_ok=True)
     if "dataset" in cfg.categories and not cfg.dataset:
         raise BadArguments("category dataset needs --dataset FILE")
@@ -463,6 +504,8 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
             cell_info = await server.server_info()
             written.append(await run_cell(server, builder, cell, cfg, progress, cell_info))
             records.write_summaries(cfg.out)
+        if cfg.more is not None and cells:
+            written += await run_more(server, builder, cfg, progress)
         if templates:
             await run_capacity(server, builder, cfg, progress, templates)
         if greedy_due:

@@ -32,6 +32,11 @@ run at the full bench:
   settled: no unmeasured point can beat the answer by more than the margin, by the model; the
   verdict gives the largest bound and the NEXT_SHOWN points it would measure next. A grid
   measured in full is settled too.
+- More repetitions (`max_repetitions`, 12): a run is benched on past the bench's own repetitions,
+  on the server already running it (no restart), while its point may still be the best: its
+  mean within 2 sd of the best mean measured so far, or ahead (bench/more_repetitions.py; the
+  bench decides, sweep/plan.py hands it the rule). The model weighs each mean by its
+  repetitions, so the points near the best are known better and fewer neighbours stay open.
 - A failed run is out (not measured again by this search in this invocation).
 - `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
   it is not settled, with the largest bound and the points it would measure next. A bound below
@@ -78,6 +83,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from bench.more_repetitions import MAX_REPETITIONS
 from sweep.descent import Grid
 from sweep.search import (
     Measurement,
@@ -113,7 +119,10 @@ class ModelSearch:
     design); `likely`: a hyperparameter setting whose log likelihood is within this of the best
     one's bounds the gain on its own too; `max_restarts`: at most so many server starts (None: no
     limit); `batch`: the points a round after the first measures at most (one a host: sweep/plan.py
-    gives the hosts' count, so that no host waits while the others run)."""
+    gives the hosts' count, so that no host waits while the others run); `max_repetitions`: a run
+    goes on with more repetitions while its point may still be the best, up to this many in all
+    (bench/more_repetitions.py; the bench decides, the sweep hands it the rule: at or below the
+    bench's repetitions, none)."""
 
     max_restarts: int | None = None
     higher_is_better: bool = True
@@ -122,6 +131,7 @@ class ModelSearch:
     initial: int = 7
     likely: float = 3.0
     batch: int = 1
+    max_repetitions: int = MAX_REPETITIONS
     name: ClassVar[str] = "model"
     levels: ClassVar[int] = 1
     last_level: ClassVar[int] = 0
@@ -142,6 +152,9 @@ class ModelSearch:
             raise ValueError(f"likely={self.likely}: must be in [0, 20] (log likelihood)")
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
             raise ValueError(f"batch={self.batch}: must be an integer >= 1")
+        reps = self.max_repetitions
+        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+            raise ValueError(f"max_repetitions={reps}: must be an integer >= 1")
 
 
 @dataclass(frozen=True)

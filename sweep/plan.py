@@ -46,6 +46,9 @@ class Plan:
     dataset: workload.Dataset | None = None
     # point id -> (the point that starts the same server, why): not run, recorded as its copy
     same: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # a model search's runs: bench with more repetitions while the point may be the best (the
+    # rule, bench/more_repetitions.py, as --more-repetitions takes it)
+    more: str | None = None
 
     @property
     def pending(self) -> list[Point]:
@@ -93,6 +96,10 @@ class Plan:
         # a search that is over has only its baselines left to run (they run after the finalists)
         over = self.final and self.search is not None
         queue = [point(p) for p in self.pending if (p.is_baseline or not over) and not self.stopped]
+        if self.more is not None:
+            for item in queue:
+                if not item["baseline"]:
+                    item["more_args"] = ["--more-repetitions", self.more]
         if self.run_on is not None and queue:
             full = self.run_on.to_dict()
             searched = {p.point_id for p in self.run_on.points if not p.is_baseline}
@@ -265,7 +272,9 @@ def _search_plan(
     # warm starts not copied into the sweep yet: planned with the round, so found and copied
     adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     stopped = search_rounds.stopped(sweep_dir, strat.levels, since)
-    info = search_rounds.search_info(sweep_dir, strat, since, state, stopped, objective)
+    info = search_rounds.search_info(
+        sweep_dir, strat, since, state, stopped, objective, bench["repetitions"]
+    )
     last = strat.last_level
     if state.pending and not stopped:
         screening = [r for r in state.pending if not r.run_on]
@@ -278,6 +287,8 @@ def _search_plan(
             search_rounds.level_bench(bench, lv, strat.levels),
             todo,
         )
+        rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
+        plan.more = rule.to_json() if rule is not None else None
         may_run_on = [r.point for r in state.pending if r.run_on]
         if may_run_on:
             plan.run_on = _level_plan(inp, sweep_dir.name, sweep_dir, bench, may_run_on + baseline)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.capacity import CAPACITY_FILE
+from bench.more_repetitions import MORE_FILE
 from bench.records import write_json
 from sweep import greedy, layout, store
 
@@ -92,7 +93,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         cells = sorted(
             p.name[: -len(".json")]
             for p in (staging / RECORDS).glob("*.json")
-            if p.name not in (greedy.GREEDY_FILE, CAPACITY_FILE)
+            if p.name not in (greedy.GREEDY_FILE, CAPACITY_FILE, MORE_FILE)
         )
         if not cells:
             raise RecordError(f"point {pid}: the archive from the host holds no bench records")

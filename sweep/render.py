@@ -421,6 +421,14 @@ def search_lines(search: dict[str, Any]) -> list[str]:
             "identity (warm starts, no restart). Its answer is the best mean measured, as the "
             "grid's; a model of the objective fitted to them (sweep/model_search.py) bounds what "
             "each point not measured may gain over it."
+            + (
+                f" A point that may still be the best (its mean within 2 sd of the best so far, "
+                f"or ahead) was benched on with more repetitions, up to {st['max_repetitions']}, "
+                "on the server already running it (bench/more_repetitions.py; its decisions in "
+                "records/more.json)."
+                if st.get("max_repetitions")
+                else ""
+            )
         )
         if verdict and search.get("done"):
             about += (

@@ -543,10 +543,13 @@ def account(
     state: State[P],
     load_seconds: Mapping[str, float] | float,
     bench_seconds: Sequence[float],
+    actual: Mapping[str, float] | None = None,
 ) -> Accounting:
     """Restarts and seconds of the halving's runs (pending ones included) against the full grid
     (every point started once and benched at the last level). `load_seconds`: per point_id (or
-    one figure for all); `bench_seconds[level]`: one point's bench at that level."""
+    one figure for all); `bench_seconds[level]`: one point's bench at that level; `actual`: a
+    last-level run's own bench seconds, where they differ from the level's (the model search's
+    runs with more repetitions)."""
     if len(bench_seconds) != state.strategy.levels:
         raise ValueError(
             f"bench_seconds={list(bench_seconds)}: need one figure per level "
@@ -554,9 +557,15 @@ def account(
         )
     load = _load_of(load_seconds)
     runs = [r for rnd in state.rounds for r in rnd.runs]
-    halving = sum(
-        (load(r.point.point_id) if r.restart else 0.0) + bench_seconds[r.level] for r in runs
-    )
+    last = state.strategy.levels - 1
+    own = actual or {}
+
+    def bench(r: Run[P]) -> float:
+        if r.level == last and r.point.point_id in own:
+            return float(own[r.point.point_id])
+        return bench_seconds[r.level]
+
+    halving = sum((load(r.point.point_id) if r.restart else 0.0) + bench(r) for r in runs)
     grid = sum(load(p.point_id) + bench_seconds[-1] for p in state.points)
     return Accounting(
         Cost(state.restarts, halving), Cost(len(state.points), grid), state.strategy.name

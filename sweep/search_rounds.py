@@ -41,6 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import more_repetitions
+from bench import objective as definitions
+from bench.more_repetitions import MAX_REPETITIONS, MoreRule
 from bench.records import load_records, write_json
 from sweep import descent, layout, model_search, objectives, search
 from sweep.descent import Descent
@@ -73,8 +76,9 @@ def strategy(
 ) -> search.Strategy:
     """The search's settings from the command line: for halving, halving_eta (keep 1/eta per
     round, default 3), halving_levels (2 or 3, default 2: one screening level) and
-    halving_run_on (default false); for every search, max_restarts (no limit). The model
-    search's rounds have a point a host (`hosts`, the sweep's)."""
+    halving_run_on (default false); for every search, max_restarts (no limit); for the model
+    search, max_repetitions (bench/more_repetitions.py MAX_REPETITIONS). The model search's
+    rounds have a point a host (`hosts`, the sweep's)."""
 
     def given(key: str) -> Any:
         raw = cli.get(key)
@@ -86,9 +90,18 @@ def strategy(
         for key in ("halving_eta", "halving_levels", "halving_run_on"):
             if given(key) is not None:
                 raise SearchInputError(f"{key}={given(key)}: only with search=halving")
+        reps_raw = given("max_repetitions")
         if name == "model":
-            return ModelSearch(budget, objective.higher_is_better, batch=max(hosts, 1))
+            reps = MAX_REPETITIONS if reps_raw is None else _int("max_repetitions", reps_raw, 1)
+            return ModelSearch(
+                budget, objective.higher_is_better, batch=max(hosts, 1), max_repetitions=reps
+            )
+        if reps_raw is not None:
+            raise SearchInputError(f"max_repetitions={reps_raw}: only with search=model")
         return Descent(budget, objective.higher_is_better)
+    if given("max_repetitions") is not None:
+        reps = given("max_repetitions")
+        raise SearchInputError(f"max_repetitions={reps}: only with search=model")
     eta_raw = given("halving_eta")
     try:
         eta = 3.0 if eta_raw is None else float(eta_raw)
@@ -143,24 +156,15 @@ def level_dir(sweep_dir: Path, level: int, levels: int) -> Path:
 
 
 def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
-    """One value per repetition: the geometric mean of the objective over the run's cells (0
-    when a cell's value is 0); () when the record has none."""
+    """One value per repetition (bench.objective.run_values: the geometric mean over the run's
+    cells); () when the record has none."""
     try:
         records = load_records(point_dir / RECORDS)
     except (OSError, ValueError):
         return ()
-    per_cell = objective.observations(point_dir / RECORDS, records)
-    if not per_cell:
-        return ()
-    reps = min(len(v) for v in per_cell.values())
-    out = []
-    for i in range(reps):
-        values = [vs[i] for vs in per_cell.values()]
-        if min(values) <= 0:
-            out.append(0.0)
-        else:
-            out.append(math.exp(statistics.fmean(math.log(v) for v in values)))
-    return tuple(out)
+    return definitions.run_values(
+        objective.name, point_dir / RECORDS, records, objective.slo_ttft_ms, objective.slo_tpot_ms
+    )
 
 
 def measurements(
@@ -183,6 +187,39 @@ def measurements(
             elif status == "failed" and layout.failed_since(d, p.point_id, since):
                 out.append(search.Measurement(p.point_id, level, ()))
     return out
+
+
+def more_rule(
+    strat: search.Strategy,
+    known: Sequence[search.Measurement],
+    objective: Objective,
+    repetitions: int,
+) -> MoreRule | None:
+    """The rule a model search's next runs are benched under (bench/more_repetitions.py): the
+    best mean among the points `known` (measured, in a round not complete yet too, and warm
+    starts: the search's answer if it ended now), its geometric mean and repetitions, and the
+    pooled noise of them all; None for another search, before any point has values, or when
+    max_repetitions is at or below the bench's `repetitions` (no more to add)."""
+    if not isinstance(strat, ModelSearch) or strat.max_repetitions <= repetitions:
+        return None
+    values = {m.point_id: m.values for m in known if m.values}
+    if not values:
+        return None
+    sign = 1.0 if strat.higher_is_better else -1.0
+    best = max(values.values(), key=lambda v: sign * statistics.fmean(v))
+    if min(best) <= 0:
+        return None
+    ss, df = more_repetitions.pool(values.values())
+    return MoreRule(
+        objective.name,
+        math.exp(statistics.fmean(math.log(v) for v in best)),
+        len(best),
+        ss,
+        df,
+        strat.max_repetitions,
+        objective.slo_ttft_ms,
+        objective.slo_tpot_ms,
+    )
 
 
 def warm_starts(
@@ -212,10 +249,13 @@ def _timings(d: Path, point_id: str) -> dict[str, Any]:
 def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting | None:
     """Restarts and seconds of the search against the full grid, from the recorded load times
     (of the runs that restarted) and the median bench time of each level; None before any run
-    at the last level."""
+    at the last level. The model search's runs count their own bench time (more repetitions:
+    bench/more_repetitions.py), and the grid's a run's with the fewest repetitions, the bench's
+    own."""
     levels = state.strategy.levels
     loads: dict[str, float] = {}
     bench: list[list[float]] = [[] for _ in range(levels)]
+    actual: dict[str, float] = {}
     for rnd in state.rounds:
         for run in rnd.runs:  # a full bench taken on is at the last level, in its round
             t = _timings(level_dir(sweep_dir, run.level, levels), run.point.point_id)
@@ -223,10 +263,18 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
                 loads.setdefault(run.point.point_id, float(t["load_s"]))
             if isinstance(t.get("bench_s"), (int, float)):
                 bench[run.level].append(float(t["bench_s"]))
+                actual[run.point.point_id] = float(t["bench_s"])
     if not bench[-1] or not loads:
         return None
     per_level = [statistics.median(b) if b else 0.0 for b in bench]
-    return search.account(state, loads, per_level)
+    if not isinstance(state, model_search.ModelState):
+        return search.account(state, loads, per_level)
+    n = {pid: state.by_id[pid].n for pid in actual if pid in state.by_id}
+    fewest = min(n.values(), default=0)
+    base = [actual[pid] for pid in n if n[pid] == fewest]
+    if base:
+        per_level[-1] = statistics.median(base)
+    return search.account(state, loads, per_level, actual)
 
 
 def search_info(
@@ -236,13 +284,24 @@ def search_info(
     state: search.State[Any],
     stopped: bool,
     objective: Objective,
+    repetitions: int = 1,
 ) -> dict[str, Any]:
+    """search.json's content; `repetitions`: the bench's own (a model search's runs go on past
+    them while max_repetitions is above)."""
     failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
     settings: dict[str, Any] = {}
     if isinstance(strat, search.Halving):
         settings = {"eta": strat.eta, "run_on": strat.run_on}
     elif isinstance(strat, ModelSearch):
-        settings = {"margin": strat.margin, "confidence": strat.confidence, "batch": strat.batch}
+        settings = {
+            "margin": strat.margin,
+            "confidence": strat.confidence,
+            "batch": strat.batch,
+            # None: no run goes on past the bench's own repetitions
+            "max_repetitions": (
+                strat.max_repetitions if strat.max_repetitions > repetitions else None
+            ),
+        }
     warm = [p.point_id for p in state.warm] if isinstance(state, model_search.ModelState) else []
     last = strat.last_level
     info: dict[str, Any] = {

@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.objective import summary_value
 from bench.records import load_records, load_requests
 from sweep.decision import CELL_KEYS, decide
 from sweep.objectives import Objective, meets_slo
 from sweep.record import RECORDS
-from sweep.stats import Estimate, estimate, summary_value
+from sweep.stats import Estimate, estimate
 
 KEYS = ("cell", *CELL_KEYS, "source")
 # per-source figure -> its path in a by_source entry

@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.objective import observations, summary_value
+
 LEVEL = 0.95
 ALPHA = 0.05
 CI_METHOD = (
@@ -201,28 +203,6 @@ def ratio(num: Estimate, den: Estimate, level: float = LEVEL) -> Ratio | None:
     df = (a + b) ** 2 / (a**2 / (num.n - 1) + b**2 / (den.n - 1))
     half = abs(value) * t_quantile(0.5 + level / 2.0, df) * math.sqrt(a + b)
     return Ratio(value, value - half, value + half)
-
-
-def summary_value(summary: dict[str, Any], path: Sequence[str]) -> float | None:
-    v: Any = summary
-    for k in path:
-        v = v.get(k) if isinstance(v, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def observations(
-    records: Sequence[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]
-) -> dict[str, list[float]]:
-    """Per bench cell (its `point_id`: context x concurrency x output length x category), the
-    value of each repetition's record, in repetition order; records without a value are left
-    out."""
-    out: dict[str, list[tuple[int, float]]] = {}
-    for r in records:
-        v = value(r)
-        if v is not None:
-            cell = r["cell"]
-            out.setdefault(cell["point_id"], []).append((int(cell.get("repetition") or 0), v))
-    return {k: [v for _, v in sorted(vs)] for k, vs in out.items()}
 
 
 def _summary_metric(path: Sequence[str]) -> Callable[[dict[str, Any]], float | None]:

@@ -372,3 +372,37 @@ def test_the_greedy_check_passes_correct_speculation_and_catches_a_broken_one(
     assert (good.status, good.identical, good.mean_prefix_share) == ("pass", 16, 1.0)
     assert (bad.status, bad.identical) == ("fail", 0)
     assert bad.mean_common_prefix == pytest.approx(4.0)  # 4 tokens agree, then it diverges
+
+
+def test_more_repetitions_while_the_point_may_still_be_the_best(
+    start_emulator, model_dirs, tmp_path
+):
+    """--more-repetitions (bench/more_repetitions.py): a point far ahead of the best so far gets
+    batches of --repetitions more, new prompts each, up to the cap; one far behind gets none;
+    each decision is in more.json."""
+    emu = start_emulator(_flags(model_dirs), env=FIXED)
+    url = f"http://127.0.0.1:{emu.port}"
+    base = ["--categories", "random", "--contexts", "64", "--concurrency", "1"]
+    base += ["--output-len", "8", "--min-requests", "2", "--requests-per-slot", "1"]
+    base += ["--warmup", "0", "--repetitions", "2", "--greedy-prompts", "0"]
+    rule = {"objective": "throughput", "best_repetitions": 3, "ss": 0.0, "df": 0}
+
+    def run(name: str, best: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        out = tmp_path / name
+        more = json.dumps({**rule, "best": best, "max_repetitions": 5})
+        assert _run(url, out, *base, "--more-repetitions", more) == 0
+        return records.load_records(out), json.loads((out / "more.json").read_text())
+
+    ahead, decided = run("ahead", 1e-3)
+    assert sorted(r["cell"]["repetition"] for r in ahead) == [0, 1, 2, 3, 4]
+    assert [(s["repetitions"], s["more"]) for s in decided["steps"]] == [
+        (2, True),
+        (4, True),
+        (5, False),
+    ]
+    assert "max_repetitions (5) reached" in decided["steps"][-1]["why"]
+    assert len({r["requests_digest"] for r in ahead}) == 5  # new prompts every repetition
+    behind, decided = run("behind", 1e9)
+    assert sorted(r["cell"]["repetition"] for r in behind) == [0, 1]
+    assert [(s["repetitions"], s["more"]) for s in decided["steps"]] == [(2, False)]
+    assert decided["rule"]["best"] == 1e9

@@ -31,6 +31,14 @@ def _free_port() -> int:
         (["--request-rate", "1", "--open-loop-seconds", "0"], "--open-loop-seconds must be"),
         (["--max-concurrency", "4"], "--max-concurrency applies to open-loop cells"),
         (["--burstiness", "2"], "--burstiness applies to open-loop cells"),
+        (["--more-repetitions", "{"], "--more-repetitions: not JSON"),
+        (
+            [
+                "--more-repetitions",
+                '{"objective": "speed", "best": 1, "best_repetitions": 3, "ss": 0, "df": 0}',
+            ],
+            "--more-repetitions: objective='speed': not one of throughput, tpot, goodput",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_a_clear_message(tmp_path, capsys, extra, message):

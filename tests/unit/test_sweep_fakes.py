@@ -49,10 +49,18 @@ def write_records(out: Path, throughput: float, accept: float | None, failed: in
     write_summaries(out)
 
 
-def archive(tmp: Path, throughput: float, accept: float | None, name: str = "a.tar.gz") -> Path:
-    """What bench.archive sends back from a host."""
+def archive(
+    tmp: Path,
+    throughput: float,
+    accept: float | None,
+    name: str = "a.tar.gz",
+    more: dict[str, Any] | None = None,
+) -> Path:
+    """What bench.archive sends back from a host (`more`: the bench's more.json)."""
     src = tmp / f"src-{name}"
     write_records(src / "records", throughput, accept)
+    if more is not None:
+        (src / "records" / "more.json").write_text(json.dumps(more))
     (src / "server_info.json").write_text(json.dumps({"api_key": "<redacted>"}))
     (src / "sglang.service").write_text("[Service]\n")
     (src / "journal.log").write_text("ready\n")

@@ -38,9 +38,12 @@ def measure(
     load_s: float = 10.0,
     bench_s: float = 5.0,
     restarted: bool = True,
+    repetitions: int = 3,
 ) -> None:
-    """A complete run of `pid` in sweep dir `d`: three repetitions around `mean` tok/s."""
-    _rep_point(d, pid, [mean - 1.0, mean, mean + 1.0], server=server(pid))
+    """A complete run of `pid` in sweep dir `d`: `repetitions` (a multiple of 3) around `mean`
+    tok/s."""
+    values = [mean - 1.0, mean, mean + 1.0] * (repetitions // 3)
+    _rep_point(d, pid, values, server=server(pid))
     meta = layout.read_json(d / pid / layout.POINT_FILE) or {}
     timings = {
         "restarted": restarted,

@@ -17,6 +17,7 @@ from test_sweep_planner import drive, speed, start
 from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
+from bench.more_repetitions import MoreRule, pool
 from sweep import descent, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
 from sweep.model_search import ModelSearch, describe, replay, search
@@ -336,6 +337,72 @@ def test_with_several_hosts_each_round_has_a_run_for_every_host(tmp_path: Path) 
     assert "max_restarts none, up to 3 points a round: one a host)" in md
 
 
+def test_its_runs_carry_the_benchs_rule_for_more_repetitions(tmp_path: Path) -> None:
+    """Once points are measured, each searched run the planner hands out carries the rule the
+    bench follows to add repetitions while the point may still be the best (--more-repetitions,
+    bench/more_repetitions.py), built from what was measured: the best mean, its repetitions,
+    the pooled noise. Round 0 before any measurement and the baseline carry none; neither does a
+    search whose max_repetitions is the bench's own repetitions. The rule is no part of a
+    point's identity."""
+    rules: dict[str, list[dict[str, Any]]] = {}
+    for name, extra in (("on", {}), ("off", {"max_repetitions": "3"})):
+        cli = {"sweep_name": "s", "repetitions": "3", **GRID, **extra}
+        d = Path(
+            planner.start({**plan_input(tmp_path / name, **cli), "server": CAPABILITIES})["root"]
+        )
+        first = planner.current(d).to_dict()["queue"]
+        assert not [i for i in first if "more_args" in i]
+        searched = [i["id"] for i in first if not i["baseline"]]
+        measure_one(d, searched[0], 500.0)
+        measure_one(d, searched[1], 300.0)
+        rules[name] = planner.current(d).to_dict()["queue"]
+    on, off = rules["on"], rules["off"]
+    assert not [i for i in off if "more_args" in i]
+    assert all(i["identity"]["digest"] for i in on)
+    assert [i["identity"] for i in on] == [i["identity"] for i in off]
+    assert not [i for i in on if i["baseline"] and "more_args" in i]
+    runs = [i for i in on if not i["baseline"]]
+    assert len(runs) == 5 and all(i["more_args"][0] == "--more-repetitions" for i in runs)
+    rule = MoreRule.from_json(runs[0]["more_args"][1])
+    ss, df = pool([[499.0, 500.0, 501.0], [299.0, 300.0, 301.0]])
+    assert (rule.objective, rule.best_repetitions, rule.max_repetitions) == ("throughput", 3, 12)
+    assert rule.best == pytest.approx((499.0 * 500.0 * 501.0) ** (1 / 3), rel=1e-9)
+    assert (rule.ss, rule.df) == (pytest.approx(ss), df) and df == 4
+    # the search itself records its cap
+    for name, cap in (("on", 12), ("off", None)):
+        info = json.loads((tmp_path / name / "s" / "search.json").read_text())
+        assert info["strategy"]["max_repetitions"] == cap
+
+
+def test_its_cost_counts_each_runs_own_bench_and_the_grids_at_the_benchs_repetitions(
+    tmp_path: Path,
+) -> None:
+    """A run that went on with more repetitions costs its own bench time in the search's cost
+    line; the full grid's estimate takes a bench of the sweep's own repetitions, not the
+    median of runs that may have had more."""
+    d = start(tmp_path, baseline="false", repetitions="3", **GRID)
+    handed = []
+    for _ in range(100):
+        a = planner.next_run(d, "h1", lost=set())
+        if a["action"] != "run":
+            break
+        pid = a["item"]["id"]
+        longer = len(handed) % 2 == 0  # every other run: 9 repetitions, three times the bench
+        measure_one(
+            d, pid, speed(pid), bench_s=15.0 if longer else 5.0, repetitions=9 if longer else 3
+        )
+        handed.append(longer)
+    info = json.loads((d / "search.json").read_text())
+    assert info["done"] and len(handed) == info["restarts"]
+    long_runs = sum(handed)
+    assert info["cost"]["search"]["seconds"] == pytest.approx(
+        10.0 * len(handed) + 15.0 * long_runs + 5.0 * (len(handed) - long_runs)
+    )
+    assert info["cost"]["grid"]["seconds"] == pytest.approx(info["grid_restarts"] * (10.0 + 5.0))
+    md = Path(write_report(d, with_plots=False)["report"]).read_text()
+    assert "benched on with more repetitions, up to 12, on the server already running it" in md
+
+
 def test_a_restart_budget_leaves_it_not_settled_in_the_report(tmp_path: Path) -> None:
     d = start(tmp_path, baseline="false", max_restarts="8", **GRID)
     handed = drive(d, ["h1"])
@@ -377,6 +444,9 @@ def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any)
         # twins: budget 8 is a chain whatever topk, so two topks are one server
         ({**GRID, "budget": "8", "topk": "2,4", "window": "2048"}, "only one point to search"),
         ({**GRID, "halving_eta": "2"}, "halving_eta=2: only with search=halving"),
+        ({**GRID, "max_repetitions": "0"}, "max_repetitions=0: must be an integer >= 1"),
+        ({**GRID, "search": "descent", "max_repetitions": "6"}, "max_repetitions=6: only with"),
+        ({**GRID, "search": "halving", "max_repetitions": "6"}, "max_repetitions=6: only with"),
     ]
     for cli, named in cases:
         with pytest.raises(SweepInputError, match=re.escape(named)):

@@ -36,6 +36,17 @@ def test_finish_point_writes_the_files_and_marker(tmp_path: Path) -> None:
     assert not arc.exists()
 
 
+def test_the_benchs_decisions_on_more_repetitions_are_kept_and_are_no_cell(
+    tmp_path: Path,
+) -> None:
+    more = {"rule": {"objective": "throughput"}, "steps": [{"repetitions": 1, "more": False}]}
+    arc = archive(tmp_path, 100.0, 4.0, more=more)
+    target = record.finish_point(tmp_path / "s", arc, info("p", SERVER, started=1000.0))
+    assert json.loads((target / "records" / "more.json").read_text()) == more
+    cells = json.loads((target / "point.json").read_text())["cells"]
+    assert len(cells) == 4 and "more" not in cells
+
+
 def test_an_archive_without_records_is_not_a_point(tmp_path: Path) -> None:
     import tarfile
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.objective import observations
 from sweep.stats import (
     cell_estimates,
     estimate,
-    observations,
     ratio,
     t_cdf,
     t_quantile,

@@ -1,0 +1,90 @@
+"""bench.more_repetitions: the rule the bench follows to add repetitions while a point may still
+be the best."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+
+import pytest
+
+from bench.errors import BadArguments
+from bench.more_repetitions import MoreRule, pool
+
+# two earlier points, three repetitions each, about 2 % apart
+EARLIER = [[98.0, 100.0, 102.0], [196.0, 200.0, 204.0]]
+
+
+def rule(best: float = 200.0, objective: str = "throughput", cap: int = 12) -> MoreRule:
+    ss, df = pool(EARLIER)
+    return MoreRule(objective, best, 3, ss, df, cap)
+
+
+def test_pool_is_the_sum_of_squares_of_logs_around_each_runs_mean() -> None:
+    ss, df = pool([[98.0, 100.0, 102.0], [5.0], [1.0, math.e]])
+    logs = [math.log(v) for v in (98.0, 100.0, 102.0)]
+    m = statistics.fmean(logs)
+    assert df == 2 + 1  # a single value adds nothing
+    assert ss == pytest.approx(sum((x - m) ** 2 for x in logs) + 0.5)
+    assert pool([[0.0, 1.0]]) == (0.0, 0)  # a run with a value of 0 is no evidence of noise
+
+
+def test_a_point_within_two_sd_of_the_best_or_ahead_gets_more_and_one_behind_does_not() -> None:
+    r = rule()
+    # pooled sd of one repetition ~2 %: the sd of a difference of two means of 3 is ~1.6 %, so
+    # the bar is ~3.2 % under the best
+    assert r.step([194.0, 196.0, 198.0]).more  # 2 % behind
+    assert r.step([210.0, 212.0, 214.0]).more  # ahead
+    behind = r.step([186.0, 188.0, 190.0])  # 6 % behind
+    assert not behind.more and "behind the best" in behind.why
+    assert behind.bar == pytest.approx(200.0 * math.exp(-2 * math.sqrt(behind_var() * 2 / 3)))
+
+
+def behind_var() -> float:
+    ss, df = pool([*EARLIER, [186.0, 188.0, 190.0]])
+    return ss / df
+
+
+def test_it_stops_at_the_cap_even_for_a_point_ahead() -> None:
+    step = rule(cap=6).step([210.0] * 6)
+    assert not step.more and "max_repetitions (6) reached" in step.why
+    assert rule(cap=6).step([210.0] * 5).more
+
+
+def test_lower_is_better_for_tpot() -> None:
+    r = rule(best=10.0, objective="tpot")
+    assert r.step([9.5, 9.6, 9.7]).more  # lower: ahead
+    assert not r.step([11.0, 11.1, 11.2]).more  # 10 % slower
+
+
+def test_a_run_without_values_or_with_a_zero_gets_none() -> None:
+    assert not rule().step([]).more
+    assert not rule().step([200.0, 0.0, 200.0]).more
+
+
+def test_the_json_the_planner_writes_round_trips_and_bad_fields_are_named() -> None:
+    r = rule()
+    assert MoreRule.from_json(r.to_json()) == r
+    good = json.loads(r.to_json())
+    cases = [
+        ("{", "not JSON"),
+        ("[]", "not a JSON object"),
+        (json.dumps({**good, "cap": 3}), "unknown field(s) cap"),
+        (json.dumps({k: v for k, v in good.items() if k != "best"}), "missing field(s) best"),
+        (json.dumps({**good, "objective": "speed"}), "objective='speed': not one of"),
+        (json.dumps({**good, "best": 0}), "best=0: must be a positive number"),
+        (json.dumps({**good, "best_repetitions": 0}), "best_repetitions=0"),
+        (json.dumps({**good, "df": -1}), "df=-1"),
+        (json.dumps({**good, "ss": "x"}), "ss='x'"),
+        (json.dumps({**good, "max_repetitions": True}), "max_repetitions=True"),
+        (json.dumps({**good, "objective": "goodput"}), "goodput needs both SLOs"),
+    ]
+    for text, named in cases:
+        with pytest.raises(BadArguments, match=r"--more-repetitions: .*" + re.escape(named)):
+            MoreRule.from_json(text)
+    ok = MoreRule.from_json(
+        json.dumps({**good, "objective": "goodput", "slo_ttft_ms": 500, "slo_tpot_ms": 50})
+    )
+    assert ok.slo_tpot_ms == 50
