@@ -6,7 +6,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
     .venv/bin/python benchmarks/search_surfaces.py --confirm 2   # + the best's rivals again
     .venv/bin/python benchmarks/search_surfaces.py --smooth 2    # + the answer by the model's mean
-    .venv/bin/python benchmarks/search_surfaces.py --more 12     # + repetitions while it is up
+    .venv/bin/python benchmarks/search_surfaces.py --max-repetitions 3   # no more repetitions
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
@@ -54,6 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import more_repetitions
 from sweep import descent, model_search
 from sweep.points import Point
 
@@ -308,31 +309,28 @@ def adaptive(
     true: dict[str, float],
     measure: Callable[[Point, int], list[float]],
     cap: int,
-    z: float = 2.0,
+    stream: int = 13,
 ) -> tuple[Callable[[Point, int], list[float]], dict[str, list[float]]]:
-    """--more: a measurement that, while the server is still up (no restart), adds REPS fresh
-    repetitions as long as the point's mean is within z sd (of a difference, the pooled noise
-    measured so far) of the best mean measured so far, up to `cap` repetitions. Returns the
-    measurement and what it measured (repetitions by point)."""
-    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000), 13])
+    """What the sweep's model search measures: after a point's REPS repetitions, REPS more
+    (fresh draws, the server still up: no restart) while bench/more_repetitions.py's rule, with
+    what was measured so far (the best mean, the pooled noise), says it may still be the best,
+    up to `cap` in all (at or below REPS: none). Returns the measurement and what it measured
+    (repetitions by point). `stream`: another search on the same surface draws apart."""
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000), stream])
     seen: dict[str, list[float]] = {}
-
-    def pooled(extra: list[float]) -> float:
-        groups = [v for v in (*seen.values(), extra) if len(v) >= 2]
-        ss = sum(sum((x / statistics.fmean(v) - 1.0) ** 2 for x in v) for v in groups)
-        df = sum(len(v) - 1 for v in groups)
-        return ss / df if df else 0.0
 
     def m(p: Point, level: int) -> list[float]:
         vs = list(measure(p, level))
-        while vs and seen and len(vs) < cap:
-            best = max(seen, key=lambda q: statistics.fmean(seen[q]))
-            top, var = statistics.fmean(seen[best]), pooled(vs)
-            if statistics.fmean(vs) < top * (
-                1 - z * math.sqrt(var / len(vs) + var / len(seen[best]))
-            ):
-                break
-            vs += [true[p.point_id] * (1.0 + noise * float(d)) for d in rng.standard_normal(REPS)]
+        if seen and cap > REPS:
+            best = seen[max(seen, key=lambda q: statistics.fmean(seen[q]))]
+            ss, df = more_repetitions.pool(seen.values())
+            geo = math.exp(statistics.fmean(math.log(v) for v in best))
+            rule = more_repetitions.MoreRule("throughput", geo, len(best), ss, df, cap)
+            while rule.step(vs).more:
+                add = min(REPS, cap - len(vs))
+                vs += [
+                    true[p.point_id] * (1.0 + noise * float(d)) for d in rng.standard_normal(add)
+                ]
         seen[p.point_id] = vs
         return vs
 
@@ -356,7 +354,6 @@ class Task:
     strategy: model_search.ModelSearch
     confirm: int = 0
     smooth: int | None = None
-    more: int = 0
     batch: int = 1
 
 
@@ -371,7 +368,9 @@ def run_one(task: Task) -> dict[str, Outcome]:
     grid_best = true[max(pts, key=lambda p: means[p.point_id]).point_id]
     by_pid = {p.point_id: p for p in pts}
     d_state, _ = descent.search(pts, grid, measure, descent.Descent())
-    m_state, _ = model_search.search(pts, grid, measure, task.strategy)
+    cap = task.strategy.max_repetitions
+    m_measure, m_got = adaptive(task.kind, task.index, task.seed, task.noise, true, measure, cap)
+    m_state, _ = model_search.search(pts, grid, m_measure, task.strategy)
     assert d_state.best is not None and m_state.best is not None
     d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
     verdict = m_state.verdict
@@ -398,28 +397,22 @@ def run_one(task: Task) -> dict[str, Outcome]:
             extra[name] = Outcome(
                 len(tried) + added, len(pts), true[answer] / top, true[answer] / grid_best
             )
-    if task.more:
-        order = {p.point_id: i for i, p in enumerate(pts)}
-        ad, got = adaptive(task.kind, task.index, task.seed, task.noise, true, measure, task.more)
-        a_state, _ = model_search.search(pts, grid, ad, task.strategy)
-        assert a_state.best is not None
-        reps = sum(len(v) for v in got.values())
-        est = model_search.smoothed(grid, order, got)
-        for name, answer in (
-            ("model*", a_state.best.point_id),
-            ("model*~", max(est, key=lambda q: est[q])),
-        ):
-            extra[name] = Outcome(
-                a_state.restarts, len(pts), true[answer] / top, true[answer] / grid_best, reps=reps
-            )
     if task.batch > 1:
+        b_measure, b_got = adaptive(
+            task.kind, task.index, task.seed, task.noise, true, measure, cap, stream=14
+        )
         b_state, _ = model_search.search(
-            pts, grid, measure, dataclasses.replace(task.strategy, batch=task.batch)
+            pts, grid, b_measure, dataclasses.replace(task.strategy, batch=task.batch)
         )
         assert b_state.best is not None
         b_true = true[b_state.best.point_id]
         extra["model xN"] = Outcome(
-            b_state.restarts, len(pts), b_true / top, b_true / grid_best, rounds=len(b_state.rounds)
+            b_state.restarts,
+            len(pts),
+            b_true / top,
+            b_true / grid_best,
+            rounds=len(b_state.rounds),
+            reps=sum(len(v) for v in b_got.values()),
         )
     return extra | {
         "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
@@ -431,6 +424,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
             m_true / grid_best,
             verdict.settled if verdict else None,
             rounds=len(m_state.rounds),
+            reps=sum(len(v) for v in m_got.values()),
         ),
     }
 
@@ -514,13 +508,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the model search (model~) and, with none measured again, the full grid (grid~)",
     )
     ap.add_argument(
-        "--more",
+        "--max-repetitions",
         type=int,
-        default=0,
+        default=d.max_repetitions,
         metavar="R",
-        help="an experiment, not what the sweep does: the model search adds repetitions while "
-        "the server is up (no restart) to a point within 2 sd of the best so far, up to R in all "
-        "(model*: the best mean; model*~: the model's estimate)",
+        help="the model search's cap on a point's repetitions while it may be the best "
+        f"({d.max_repetitions}, the sweep's default; {REPS}: no more than the grid's)",
     )
     ap.add_argument(
         "--batch",
@@ -536,11 +529,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         confidence=args.confidence,
         initial=args.initial,
         likely=args.likely,
+        max_repetitions=args.max_repetitions,
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.more, args.batch)
+        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.batch)
         for nz in NOISES
         for k in CLASSES
         for i in range(n)
@@ -555,12 +549,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
-        f"round {strat.initial} points, likely settings within {strat.likely:g}"
+        f"round {strat.initial} points, likely settings within {strat.likely:g}; more "
+        f"repetitions while a point may be the best, up to {strat.max_repetitions} "
+        "(bench/more_repetitions.py)"
     )
     print(
         "restarts: median and max, share of the grid's; =grid: answer within 2 % of the grid's "
         "answer; 2 %: within 2 % of the true best; best: the true best; worst: answer / true best "
-        f"(counts of {n})"
+        f"(counts of {n}); reps: repetitions, median / max share of the grid's"
     )
     cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
     head = [
@@ -570,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grid best",
         "grid worst",
         *(f"descent {c}" for c in cols),
-        *(f"model {c}" for c in cols),
+        *(f"model {c}" for c in ["reps", *cols]),
         "model settled",
     ]
     print("| " + " | ".join(head) + " |")
@@ -603,18 +599,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "repetitions, one restart each), grid~ measures nothing again"
         )
         print_rows(by, n, ("grid~", "model~"), cols)
-    if args.more:
-        print(
-            f"\nmore repetitions while up (--more {args.more}): repetitions med / max share of "
-            "the grid's first, then as above"
-        )
-        print_rows(by, n, ("model*", "model*~"), ["reps", *cols])
     if args.batch > 1:
         print(
             f"\nrounds of {args.batch} points (--batch {args.batch}, the sweep on {args.batch} "
             "hosts): rounds median first (a round's runs go to the hosts at once), then as above"
         )
-        print_rows(by, n, ("model", "model xN"), ["rounds", *cols], rounds=True)
+        print_rows(by, n, ("model", "model xN"), ["rounds", "reps", *cols], rounds=True)
     every = [r["model"].restarts / r["model"].grid for r in results]
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     print(
