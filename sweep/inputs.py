@@ -237,7 +237,16 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             f"objective=capacity with search={search_name}: a search ranks points cell by cell, "
             "capacity ranks whole capacity searches; use search=grid"
         )
-    if search_name != "grid":
+    if search_name == "grid":
+        from sweep.search_rounds import SEARCH_KEYS
+
+        given = [k for k in SEARCH_KEYS if str(cli.get(k) if cli.get(k) is not None else "")]
+        if given:
+            raise SweepInputError(
+                f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "
+                "point (give search=halving, descent or model)"
+            )
+    else:
         from sweep import objectives, search_rounds
 
         obj = objectives.make(

@@ -53,6 +53,8 @@ from sweep.params import SweepInputError, as_bool
 from sweep.record import RECORDS
 
 SEARCH_FILE = "search.json"
+# the command line's settings of a search (none of them means anything to search=grid)
+SEARCH_KEYS = ("halving_eta", "halving_levels", "halving_run_on", "max_restarts", "max_repetitions")
 MIN_OUTPUT_LEN = 16
 MAX_LEVELS = 3  # a screening level halves the outputs; three levels is already one eighth
 

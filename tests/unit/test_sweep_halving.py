@@ -252,10 +252,10 @@ def test_an_old_stop_marker_does_not_stop_a_new_invocation(tmp_path: Path) -> No
 def test_a_grid_plans_its_pending_points_and_records_one_run_per_invocation(
     tmp_path: Path,
 ) -> None:
-    r0 = plan_round(tmp_path, 0, search="grid")
+    r0 = plan_round(tmp_path, 0, search="grid", halving_eta="")  # a search's setting: none
     assert not r0["final"] and len(r0["queue"]) == 5 and r0["search"] is None
     measure(tmp_path / "s", "ddtree-b48-k4-w2048", 200.0)
-    r1 = plan_round(tmp_path, 1, search="grid")
+    r1 = plan_round(tmp_path, 1, search="grid", halving_eta="")
     assert len(r1["queue"]) == 4 and "ddtree-b48-k4-w2048" not in [p["id"] for p in r1["queue"]]
     assert len(layout.read_sweep(tmp_path / "s")["runs"]) == 1  # asking again records no run
 

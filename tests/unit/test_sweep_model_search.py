@@ -447,6 +447,8 @@ def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any)
         ({**GRID, "max_repetitions": "0"}, "max_repetitions=0: must be an integer >= 1"),
         ({**GRID, "search": "descent", "max_repetitions": "6"}, "max_repetitions=6: only with"),
         ({**GRID, "search": "halving", "max_repetitions": "6"}, "max_repetitions=6: only with"),
+        ({**GRID, "search": "grid", "max_repetitions": "6"}, "max_repetitions=6: a search's"),
+        ({**GRID, "search": "grid", "max_restarts": "9"}, "max_restarts=9: a search's setting"),
     ]
     for cli, named in cases:
         with pytest.raises(SweepInputError, match=re.escape(named)):
