@@ -10,7 +10,9 @@ drafter, window 2048) are searched three times, each from fresh servers:
   restart counting as that module documents them;
 - descent: `sweep.descent.search`, every run at the full level, from the grid's centre;
 - with `--model`, also the model search (`sweep.model_search.search`, sweep.yml's search=model),
-  every run at the full level, from fresh servers too.
+  every run at the full level, from fresh servers too, and, as the sweep hands its runs
+  bench/more_repetitions.py's rule (sweep.search_rounds.more_rule), more repetitions of a run
+  while its point may still be the best (same prompts, as this script's repetitions are).
 
 A point's server is `python -m sglang_emulator` (SGLANG_EMU_VERSION=ddtree; topk through
 SGLANG_DDTREE_MAX_TOPK, as the ddtree dialect renders it) on a free port, with 0.05 s load and
@@ -67,16 +69,29 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.more_repetitions import MoreRule  # noqa: E402
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
+from sweep import objectives  # noqa: E402
 from sweep.descent import Descent, Grid  # noqa: E402
 from sweep.descent import search as descend  # noqa: E402
 from sweep.model_search import ModelSearch  # noqa: E402
 from sweep.model_search import describe as describe_model  # noqa: E402
 from sweep.model_search import search as model_search  # noqa: E402
 from sweep.points import Point  # noqa: E402
-from sweep.search import Halving, State, Stats, account, describe, search, stats  # noqa: E402
+from sweep.search import (  # noqa: E402
+    Halving,
+    Measurement,
+    State,
+    Stats,
+    account,
+    describe,
+    search,
+    stats,
+)
+from sweep.search_rounds import more_rule  # noqa: E402
 
 EMULATOR_DIR = ROOT / "tests" / "emulator"
+THROUGHPUT = objectives.make("throughput")
 SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 BUDGETS = (32, 40, 48, 64)
 TOPKS = (1, 2, 3)
@@ -237,12 +252,31 @@ class Bench:
     out: Path
     bench_seconds: dict[int, list[float]] = field(default_factory=dict)
 
-    def measure(self, point: Point, level: int) -> list[float]:
+    def measure(self, point: Point, level: int, more: MoreRule | None = None) -> list[float]:
+        """The level's repetitions; with `more` (the model search, as the sweep hands its
+        runs bench/more_repetitions.py's rule), as many again while the rule says so."""
         url = self.servers.url(point)
         lv = self.levels[level]
         t0 = time.monotonic()
+        values: list[float] = []
+        count = lv.repetitions
+        while count > 0:
+            added = self._repetitions(point, level, url, len(values), count)
+            if not added:
+                return []
+            values += added
+            if more is None or not more.step(values).more:
+                break
+            count = min(lv.repetitions, more.max_repetitions - len(values))
+        self.bench_seconds.setdefault(level, []).append(time.monotonic() - t0)
+        return values
+
+    def _repetitions(
+        self, point: Point, level: int, url: str, first: int, count: int
+    ) -> list[float]:
+        lv = self.levels[level]
         values = []
-        for rep in range(lv.repetitions):
+        for rep in range(first, first + count):
             cfg = RunConfig(
                 url=url,
                 out=self.out / f"{point.point_id}-L{level}-r{rep}",
@@ -262,7 +296,6 @@ class Bench:
             if value is None:
                 return []
             values.append(value)
-        self.bench_seconds.setdefault(level, []).append(time.monotonic() - t0)
         return values
 
 
@@ -392,12 +425,17 @@ def run_model(
     with servers_for(workdir, seed, time_scale) as servers:
         bench = Bench(servers, levels, seed, workdir / "model")
         t0 = time.monotonic()
-        state, _ = model_search(
-            points,
-            Grid.of(coords),
-            lambda p, _level: bench.measure(p, len(levels) - 1),
-            ModelSearch(),
-        )
+        strategy = ModelSearch()
+        seen: dict[str, list[float]] = {}
+
+        def measure(p: Point, _level: int) -> list[float]:
+            """As the sweep runs it: the rule from what was measured so far (search_rounds)."""
+            known = [Measurement(pid, 0, tuple(v)) for pid, v in seen.items()]
+            rule = more_rule(strategy, known, THROUGHPUT, levels[-1].repetitions)
+            seen[p.point_id] = bench.measure(p, len(levels) - 1, rule)
+            return seen[p.point_id]
+
+        state, _ = model_search(points, Grid.of(coords), measure, strategy)
         elapsed = time.monotonic() - t0
     return state, servers.starts, elapsed
 
