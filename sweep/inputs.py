@@ -238,9 +238,9 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             "capacity ranks whole capacity searches; use search=grid"
         )
     if search_name == "grid":
-        from sweep.search_rounds import SEARCH_KEYS
+        from sweep.search_rounds import SEARCH_KEYS, given_setting
 
-        given = [k for k in SEARCH_KEYS if str(cli.get(k) if cli.get(k) is not None else "")]
+        given = [k for k in SEARCH_KEYS if given_setting(cli, k) is not None]
         if given:
             raise SweepInputError(
                 f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "

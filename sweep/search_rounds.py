@@ -73,6 +73,12 @@ def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
     return int(raw)
 
 
+def given_setting(cli: dict[str, Any], key: str) -> Any:
+    """A command-line value as given; None when absent or blank (the playbook passes "")."""
+    raw = cli.get(key)
+    return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
+
+
 def strategy(
     cli: dict[str, Any], objective: Objective, name: str = "halving", hosts: int = 1
 ) -> search.Strategy:
@@ -83,27 +89,25 @@ def strategy(
     rounds have a point a host (`hosts`, the sweep's)."""
 
     def given(key: str) -> Any:
-        raw = cli.get(key)
-        return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
+        return given_setting(cli, key)
 
+    if name != "model" and given("max_repetitions") is not None:
+        raise SearchInputError(
+            f"max_repetitions={given('max_repetitions')}: only with search=model"
+        )
     budget_raw = given("max_restarts")
     budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
     if name in ("descent", "model"):
         for key in ("halving_eta", "halving_levels", "halving_run_on"):
             if given(key) is not None:
                 raise SearchInputError(f"{key}={given(key)}: only with search=halving")
-        reps_raw = given("max_repetitions")
         if name == "model":
+            reps_raw = given("max_repetitions")
             reps = MAX_REPETITIONS if reps_raw is None else _int("max_repetitions", reps_raw, 1)
             return ModelSearch(
                 budget, objective.higher_is_better, batch=max(hosts, 1), max_repetitions=reps
             )
-        if reps_raw is not None:
-            raise SearchInputError(f"max_repetitions={reps_raw}: only with search=model")
         return Descent(budget, objective.higher_is_better)
-    if given("max_repetitions") is not None:
-        reps = given("max_repetitions")
-        raise SearchInputError(f"max_repetitions={reps}: only with search=model")
     eta_raw = given("halving_eta")
     try:
         eta = 3.0 if eta_raw is None else float(eta_raw)
