@@ -422,10 +422,11 @@ def search_lines(search: dict[str, Any]) -> list[str]:
             "grid's; a model of the objective fitted to them (sweep/model_search.py) bounds what "
             "each point not measured may gain over it."
             + (
-                f" A point that may still be the best (its mean within 2 sd of the best so far, "
-                f"or ahead) was benched on with more repetitions, up to {st['max_repetitions']}, "
-                "on the server already running it (bench/more_repetitions.py; its decisions in "
-                "records/more.json)."
+                " A point that may still be the best (its mean within 2 sd of the best so far, "
+                "or ahead; the first measured, the best so far) was benched on with more "
+                f"repetitions, up to {st['max_repetitions']}, on the server already running it, "
+                "until the noise its repetitions show could tell the tie margin "
+                "(bench/more_repetitions.py; its decisions in records/more.json)."
                 if st.get("max_repetitions")
                 else ""
             )

@@ -203,28 +203,29 @@ def more_rule(
 ) -> MoreRule | None:
     """The rule a model search's next runs are benched under (bench/more_repetitions.py): the
     best mean among the points `known` (measured, in a round not complete yet too, and warm
-    starts: the search's answer if it ended now), its geometric mean and repetitions, and the
-    pooled noise of them all; None for another search, before any point has values, or when
-    max_repetitions is at or below the bench's `repetitions` (no more to add)."""
+    starts: the search's answer if it ended now), its geometric mean and repetitions, the pooled
+    noise of them all, and the search's tie margin. Before any point has values the rule has no
+    best (the run is the best so far: it goes on while the noise says it needs to). None for
+    another search, or when max_repetitions is at or below the bench's `repetitions` (no more to
+    add)."""
     if not isinstance(strat, ModelSearch) or strat.max_repetitions <= repetitions:
         return None
     values = {m.point_id: m.values for m in known if m.values}
-    if not values:
-        return None
     sign = 1.0 if strat.higher_is_better else -1.0
-    best = max(values.values(), key=lambda v: sign * statistics.fmean(v))
-    if min(best) <= 0:
+    best = max(values.values(), key=lambda v: sign * statistics.fmean(v)) if values else None
+    if best is not None and min(best) <= 0:
         return None
     ss, df = more_repetitions.pool(values.values())
     return MoreRule(
         objective.name,
-        math.exp(statistics.fmean(math.log(v) for v in best)),
-        len(best),
+        None if best is None else math.exp(statistics.fmean(math.log(v) for v in best)),
+        0 if best is None else len(best),
         ss,
         df,
         strat.max_repetitions,
         objective.slo_ttft_ms,
         objective.slo_tpot_ms,
+        margin=strat.margin,
     )
 
 

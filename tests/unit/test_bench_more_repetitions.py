@@ -48,9 +48,43 @@ def behind_var() -> float:
 
 
 def test_it_stops_at_the_cap_even_for_a_point_ahead() -> None:
-    step = rule(cap=6).step([210.0] * 6)
+    ahead = [206.0, 214.0, 210.0] * 2  # noisy enough that only the cap stops it
+    step = rule(cap=6).step(ahead)
     assert not step.more and "max_repetitions (6) reached" in step.why
-    assert rule(cap=6).step([210.0] * 5).more
+    assert rule(cap=6).step(ahead[:5]).more
+
+
+def test_it_stops_once_the_noise_can_tell_the_margin() -> None:
+    """n = 2 * (z * sd / margin)^2 repetitions tell a difference of the margin: at ~2 % noise
+    about 8, at ~5 % about 50, so the cap stops that first."""
+    r = rule(cap=24)
+    tie = [196.0, 204.0] * 6  # a tie with the best, ~2 % noise
+    ss, df = pool([*EARLIER, tie])
+    need = math.ceil(2 * (2 * math.sqrt(ss / df) / 0.02) ** 2)
+    assert r.needed(ss / df) == need and 6 <= need <= 12
+    assert r.step(tie[: need - 1]).more
+    done = r.step(tie[:need])
+    assert not done.more and f"{need} tell a difference of 2% at this noise: enough" in done.why
+    noisy = [[95.0, 100.0, 105.0], [190.0, 200.0, 210.0]]  # ~5 %
+    ss, df = pool(noisy)
+    loud = MoreRule("throughput", 200.0, 3, ss, df, 24)
+    assert loud.step([190.0, 200.0, 210.0] * 4).more  # 12 of the ~50 it would need
+    capped = loud.step([190.0, 200.0, 210.0] * 8)
+    assert not capped.more and "max_repetitions (24) reached" in capped.why
+    wide = MoreRule("throughput", 200.0, 3, ss, df, 24, margin=0.1)  # a 10 % margin: 2 do
+    assert not wide.step([190.0, 200.0, 210.0]).more
+
+
+def test_the_first_point_measured_is_the_best_so_far_and_goes_on_while_its_noise_needs() -> None:
+    """No best yet (the planner's round 0): nothing to be behind, so only its own noise (and the
+    cap) stops it; a mean of three would otherwise stand as the answer unchecked."""
+    first = MoreRule("throughput", None, 0, 0.0, 0, 24)
+    step = first.step([196.0, 200.0, 204.0])  # ~2 %: 8 needed
+    assert step.more and step.bar is None and "the first point measured" in step.why
+    assert not first.step([196.0, 200.0, 204.0, 198.0, 202.0, 200.0, 197.0, 203.0]).more
+    assert first.step([200.0]).more  # one repetition: its noise unknown, so on to the cap
+    assert not MoreRule("throughput", None, 0, 0.0, 0, 3).step([200.0] * 3).more
+    assert MoreRule.from_json(first.to_json()) == first
 
 
 def test_lower_is_better_for_tpot() -> None:
@@ -74,7 +108,8 @@ def test_the_json_the_planner_writes_round_trips_and_bad_fields_are_named() -> N
         (json.dumps({**good, "cap": 3}), "unknown field(s) cap"),
         (json.dumps({k: v for k, v in good.items() if k != "best"}), "missing field(s) best"),
         (json.dumps({**good, "objective": "speed"}), "objective='speed': not one of"),
-        (json.dumps({**good, "best": 0}), "best=0: must be a positive number"),
+        (json.dumps({**good, "best": 0}), "best=0: must be a positive number, or null"),
+        (json.dumps({**good, "margin": 0}), "margin=0: must be a fraction in (0, 1)"),
         (json.dumps({**good, "best_repetitions": 0}), "best_repetitions=0"),
         (json.dumps({**good, "df": -1}), "df=-1"),
         (json.dumps({**good, "ss": "x"}), "ss='x'"),

@@ -17,7 +17,7 @@ from test_sweep_planner import drive, speed, start
 from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
-from bench.more_repetitions import MoreRule, pool
+from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
 from sweep import descent, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
 from sweep.model_search import ModelSearch, describe, replay, search
@@ -341,8 +341,9 @@ def test_its_runs_carry_the_benchs_rule_for_more_repetitions(tmp_path: Path) -> 
     """Once points are measured, each searched run the planner hands out carries the rule the
     bench follows to add repetitions while the point may still be the best (--more-repetitions,
     bench/more_repetitions.py), built from what was measured: the best mean, its repetitions,
-    the pooled noise. Round 0 before any measurement and the baseline carry none; neither does a
-    search whose max_repetitions is the bench's own repetitions. The rule is no part of a
+    the pooled noise, the tie margin. Round 0, before any measurement, carries a rule with no best
+    (each run is the best so far: its own noise decides); the baseline carries none, and neither
+    does a search whose max_repetitions is the bench's own repetitions. The rule is no part of a
     point's identity."""
     rules: dict[str, list[dict[str, Any]]] = {}
     for name, extra in (("on", {}), ("off", {"max_repetitions": "3"})):
@@ -351,7 +352,12 @@ def test_its_runs_carry_the_benchs_rule_for_more_repetitions(tmp_path: Path) -> 
             planner.start({**plan_input(tmp_path / name, **cli), "server": CAPABILITIES})["root"]
         )
         first = planner.current(d).to_dict()["queue"]
-        assert not [i for i in first if "more_args" in i]
+        if name == "off":
+            assert not [i for i in first if "more_args" in i]
+        else:
+            assert not [i for i in first if i["baseline"] and "more_args" in i]
+            opening = [MoreRule.from_json(i["more_args"][1]) for i in first if not i["baseline"]]
+            assert opening and all(r.best is None and r.df == 0 for r in opening)
         searched = [i["id"] for i in first if not i["baseline"]]
         measure_one(d, searched[0], 500.0)
         measure_one(d, searched[1], 300.0)
@@ -365,11 +371,12 @@ def test_its_runs_carry_the_benchs_rule_for_more_repetitions(tmp_path: Path) -> 
     assert len(runs) == 5 and all(i["more_args"][0] == "--more-repetitions" for i in runs)
     rule = MoreRule.from_json(runs[0]["more_args"][1])
     ss, df = pool([[499.0, 500.0, 501.0], [299.0, 300.0, 301.0]])
-    assert (rule.objective, rule.best_repetitions, rule.max_repetitions) == ("throughput", 3, 12)
+    assert (rule.objective, rule.best_repetitions) == ("throughput", 3)
+    assert (rule.max_repetitions, rule.margin) == (MAX_REPETITIONS, 0.02)
     assert rule.best == pytest.approx((499.0 * 500.0 * 501.0) ** (1 / 3), rel=1e-9)
     assert (rule.ss, rule.df) == (pytest.approx(ss), df) and df == 4
     # the search itself records its cap
-    for name, cap in (("on", 12), ("off", None)):
+    for name, cap in (("on", MAX_REPETITIONS), ("off", None)):
         info = json.loads((tmp_path / name / "s" / "search.json").read_text())
         assert info["strategy"]["max_repetitions"] == cap
 
@@ -400,7 +407,10 @@ def test_its_cost_counts_each_runs_own_bench_and_the_grids_at_the_benchs_repetit
     )
     assert info["cost"]["grid"]["seconds"] == pytest.approx(info["grid_restarts"] * (10.0 + 5.0))
     md = Path(write_report(d, with_plots=False)["report"]).read_text()
-    assert "benched on with more repetitions, up to 12, on the server already running it" in md
+    assert (
+        f"benched on with more repetitions, up to {MAX_REPETITIONS}, on the server already running"
+        in md
+    )
 
 
 def test_a_restart_budget_leaves_it_not_settled_in_the_report(tmp_path: Path) -> None:
