@@ -8,6 +8,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --smooth 2    # + the answer by the model's mean
     .venv/bin/python benchmarks/search_surfaces.py --max-repetitions 3   # no more repetitions
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
+    .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
 points. Four classes of surface (the log objective as a function of log budget, topk and log
@@ -70,22 +71,30 @@ Surface = Callable[[float, float, float], float]  # (budget, topk, window) in [0
 Array = np.typing.NDArray[np.float64]
 
 
-def _t(p: Point) -> tuple[float, float, float]:
-    """A point's position: log budget, topk and log window, each scaled to [0, 1]."""
-    tb = math.log(p.budget / BUDGETS[0]) / math.log(BUDGETS[-1] / BUDGETS[0])
+def _budget_at(budget: float, axis: str = "log") -> float:
+    """Where a budget sits on the surfaces' budget axis, scaled to [0, 1]: by its log (the suite
+    as specified: a doubling is a step) or, with `--budget-axis linear`, by the budget itself."""
+    if axis == "linear":
+        return (budget - BUDGETS[0]) / (BUDGETS[-1] - BUDGETS[0])
+    return math.log(budget / BUDGETS[0]) / math.log(BUDGETS[-1] / BUDGETS[0])
+
+
+def _t(p: Point, axis: str = "log") -> tuple[float, float, float]:
+    """A point's position: budget (see _budget_at), topk and log window, each scaled to [0, 1]."""
+    tb = _budget_at(p.budget, axis)
     tk = (p.topk - TOPKS[0]) / (TOPKS[-1] - TOPKS[0])
     tw = math.log(p.window / WINDOWS[0]) / math.log(WINDOWS[-1] / WINDOWS[0])
     return tb, tk, tw
 
 
-def independent(rng: np.random.Generator) -> Surface:
+def independent(rng: np.random.Generator, axis: str = "log") -> Surface:
     """A sum of one concave curve per parameter (its peak inside the range or past an end)."""
     mid = rng.uniform(-0.3, 1.3, 3)
     curve = rng.uniform([0.3, 0.2, 0.05], [1.5, 1.2, 0.5])
     return lambda b, k, w: -float(curve @ (np.array([b, k, w]) - mid) ** 2)
 
 
-def ridge(rng: np.random.Generator) -> Surface:
+def ridge(rng: np.random.Generator, axis: str = "log") -> Surface:
     """Budget and topk interact: a quadratic peak whose budget-topk correlation is 0.5 to 0.9 in
     size, either sign (the best topk moves with the budget: a ridge across the grid), plus a
     window curve."""
@@ -103,12 +112,12 @@ def ridge(rng: np.random.Generator) -> Surface:
     return f
 
 
-def plateau(rng: np.random.Generator) -> Surface:
+def plateau(rng: np.random.Generator, axis: str = "log") -> Surface:
     """DDTree-like: below a budget the tree is a chain and topk has no effect; from that budget
     on, a wider tree adds a gain that grows with the budget, up to a best width that grows with
     the budget too (wider costs); the gain may be negative (trees do not pay)."""
     start = BUDGETS[int(rng.integers(1, 5))]  # topk acts from this budget on
-    ts = math.log(start / BUDGETS[0]) / math.log(BUDGETS[-1] / BUDGETS[0])
+    ts = _budget_at(start, axis)
     bmid, bcurve = rng.uniform(-0.2, 0.9), rng.uniform(0.3, 1.5)
     gain = rng.uniform(-0.1, 0.5)  # the best tree's gain at the largest budget (log)
     width0, width1 = rng.uniform(0.2, 0.6), rng.uniform(0.2, 1.0)
@@ -126,7 +135,7 @@ def plateau(rng: np.random.Generator) -> Surface:
     return f
 
 
-def two_peaks(rng: np.random.Generator) -> Surface:
+def two_peaks(rng: np.random.Generator, axis: str = "log") -> Surface:
     """Two bumps over a floor, apart, each a local best of the grid (resampled until both are),
     the lower 60-100 % of the higher's height."""
     while True:
@@ -150,17 +159,17 @@ def two_peaks(rng: np.random.Generator) -> Surface:
             g2 = h2 * math.exp(-0.5 * float(np.sum(((x - p2) / s2) ** 2)))
             return math.log(floor + g1 + g2)
 
-        if _local_bests(f) >= 2:
+        if _local_bests(f, axis) >= 2:
             return f
 
 
-def _local_bests(f: Surface) -> int:
+def _local_bests(f: Surface, axis: str = "log") -> int:
     """How many grid points no neighbour (one step along one axis) beats."""
     axes = (BUDGETS, TOPKS, WINDOWS)
     ts = [
-        [_t(Point("DDTREE", v, TOPKS[0], WINDOWS[0]))[0] for v in BUDGETS],
-        [_t(Point("DDTREE", BUDGETS[0], v, WINDOWS[0]))[1] for v in TOPKS],
-        [_t(Point("DDTREE", BUDGETS[0], TOPKS[0], v))[2] for v in WINDOWS],
+        [_t(Point("DDTREE", v, TOPKS[0], WINDOWS[0]), axis)[0] for v in BUDGETS],
+        [_t(Point("DDTREE", BUDGETS[0], v, WINDOWS[0]), axis)[1] for v in TOPKS],
+        [_t(Point("DDTREE", BUDGETS[0], TOPKS[0], v), axis)[2] for v in WINDOWS],
     ]
     shape = tuple(len(a) for a in axes)
     val = np.array([f(ts[0][i], ts[1][j], ts[2][k]) for i, j, k in np.ndindex(*shape)]).reshape(
@@ -211,14 +220,15 @@ class Outcome:
     settled: bool | None = None
     reps: int | None = None  # repetitions run, where they differ from REPS a restart
     rounds: int | None = None  # the search's rounds (a round's runs go to the hosts at once)
+    seen: bool | None = None  # whether the true best was among the points measured
 
 
-def truth(kind: str, index: int, seed: int) -> dict[str, float]:
+def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, float]:
     """A surface's noise-free objective (tokens/s, best 1000) at every point of the grid. Every
     surface spans the same kind of range: its worst point 0.2 to 0.5 of its best."""
     rng = np.random.default_rng([seed, CLASSES.index(kind), index])
-    surface = MAKERS[kind](rng)
-    logs = {p.point_id: surface(*_t(p)) for p in grid_points()}
+    surface = MAKERS[kind](rng, axis)
+    logs = {p.point_id: surface(*_t(p, axis)) for p in grid_points()}
     span = rng.uniform(math.log(2.0), math.log(5.0))
     top, low = max(logs.values()), min(logs.values())
     return {pid: 1000.0 * math.exp((v - top) * span / (top - low)) for pid, v in logs.items()}
@@ -362,11 +372,12 @@ class Task:
     confirm: int = 0
     smooth: int | None = None
     batch: int = 1
+    budget_axis: str = "log"
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
     """One surface: the full grid, descent and the model search, on the same noisy draws."""
-    true = truth(task.kind, task.index, task.seed)
+    true = truth(task.kind, task.index, task.seed, task.budget_axis)
     measure = noisy(task.kind, task.index, task.seed, task.noise, true)
     pts = distinct_points(task.kind, true)
     grid = grid_of(pts)
@@ -433,6 +444,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
             verdict.settled if verdict else None,
             rounds=len(m_state.rounds),
             reps=sum(len(v) for v in m_got.values()),
+            seen=any(true[pid] >= top * (1 - 1e-12) for pid in m_got),
         ),
     }
 
@@ -531,6 +543,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also the model search with rounds of N points (what the sweep does on N hosts: "
         "model xN), its rounds beside those of one point a round",
     )
+    ap.add_argument(
+        "--budget-axis",
+        choices=("log", "linear"),
+        default="log",
+        help="how the surfaces act on the budget: through its log (log, the suite as specified: "
+        "8 to 16 is as large a step as 48 to 96) or through the budget itself (linear, a check "
+        "that the search does not lean on that)",
+    )
     args = ap.parse_args(argv)
     strat = model_search.ModelSearch(
         margin=args.margin,
@@ -542,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.batch)
+        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.batch, args.budget_axis)
         for nz in NOISES
         for k in CLASSES
         for i in range(n)
@@ -553,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"grid: {len(BUDGETS)} budgets x {len(TOPKS)} topk x {len(WINDOWS)} windows = "
         f"{len(grid_points())} points (plateau: less its twins); {n} surfaces per class; {REPS} "
-        f"repetitions; seed {args.seed}"
+        f"repetitions; seed {args.seed}; surfaces act on the budget's {args.budget_axis} scale"
     )
     print(
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
@@ -564,7 +584,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "restarts: median and max, share of the grid's; =grid: answer within 2 % of the grid's "
         "answer; 2 %: within 2 % of the true best; best: the true best; worst: answer / true best "
-        f"(counts of {n}); reps: repetitions, median / max share of the grid's"
+        f"(counts of {n}); reps: repetitions, median / max share of the grid's; misses: the "
+        "model search's answers not within 2 % of the true best, the true best never measured "
+        "(a region missed) / measured (the noise chose another)"
     )
     cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
     head = [
@@ -576,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(f"descent {c}" for c in cols),
         *(f"model {c}" for c in ["reps", *cols]),
         "model settled",
+        "model misses: unmeasured / measured",
     ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -588,6 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             line += cells([r["descent"] for r in rows])
             line += cells([r["model"] for r in rows])
             line.append(str(sum(bool(r["model"].settled) for r in rows)))
+            missed = [r["model"] for r in rows if r["model"].ratio < 1.0 - WITHIN]
+            line.append(f"{sum(not o.seen for o in missed)} / {sum(bool(o.seen) for o in missed)}")
             print("| " + " | ".join(line) + " |")
             model = [r["model"] for r in rows]
             shares = [o.restarts / o.grid for o in model]

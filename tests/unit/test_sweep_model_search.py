@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from test_sweep_fakes import plan_input
 from test_sweep_halving import measure as measure_one
@@ -496,3 +498,27 @@ def test_smoothed_pools_a_mean_with_its_neighbours() -> None:
     est = model_search.smoothed(grid_of(pts), {p.point_id: i for i, p in enumerate(pts)}, values)
     assert set(est) == set(values)
     assert max(est, key=lambda q: est[q]) == best
+
+
+def test_the_surfaces_budget_axis_log_or_linear() -> None:
+    """benchmarks/search_surfaces.py --budget-axis: the budget placed by its log (the suite) or
+    by itself; a two-peak surface is rebuilt until it has two local bests on either placing, and
+    the plateau's start sits on the same placing as the points."""
+    surfaces = _surfaces()
+    assert surfaces._budget_at(8) == surfaces._budget_at(8, "linear") == 0.0
+    assert surfaces._budget_at(96) == pytest.approx(surfaces._budget_at(96, "linear")) == 1.0
+    assert surfaces._budget_at(16) == pytest.approx(math.log(2) / math.log(12))
+    assert surfaces._budget_at(16, "linear") == pytest.approx(8 / 88)
+    for index in range(3):
+        log, lin = (surfaces.truth("two-peaks", index, 1, axis) for axis in ("log", "linear"))
+        assert log != lin and max(log.values()) == max(lin.values()) == 1000.0
+        rng = np.random.default_rng([1, surfaces.CLASSES.index("two-peaks"), index])
+        assert surfaces._local_bests(surfaces.two_peaks(rng, "linear"), "linear") >= 2
+    # a plateau: topk acts from its start on (a tree: a point of its own), and below it not (a
+    # twin of its topk-1 point), on either placing
+    for index in range(4):
+        rng = np.random.default_rng([1, surfaces.CLASSES.index("plateau"), index])
+        start = surfaces.BUDGETS[int(rng.integers(1, 5))]
+        for axis in ("log", "linear"):
+            pts = surfaces.distinct_points("plateau", surfaces.truth("plateau", index, 1, axis))
+            assert min(p.budget for p in pts if p.topk > 1) == start
