@@ -56,7 +56,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import descent, model_search
+from sweep import descent, model_search, search
 from sweep.points import Point
 
 BUDGETS = (8, 16, 32, 48, 64, 96)
@@ -327,18 +327,21 @@ def adaptive(
     up to the strategy's max_repetitions in all (at or below REPS: none). Returns the measurement
     and what it measured (repetitions by point). A point's extra draws are its own (seeded by the
     point, not by the order it came in), so that two settings compared on a surface differ by
-    what they decide, not by the luck of the draw; `stream`: another search draws apart."""
+    what they decide, not by the luck of the draw; `stream`: another search draws apart. The
+    measurement's `known`: what its rule is built from (None: every point measured before it, one
+    host; on several, those that had finished when it started, see hosts_search())."""
     cap = strategy.max_repetitions
     ids = sorted(true)
     seen: dict[str, list[float]] = {}
 
-    def m(p: Point, level: int) -> list[float]:
+    def m(p: Point, level: int, known: dict[str, list[float]] | None = None) -> list[float]:
         vs = list(measure(p, level))
+        view = seen if known is None else known
         if cap > REPS:
             key = [seed, CLASSES.index(kind), index, round(noise * 1000), stream]
             draws = np.random.default_rng([*key, ids.index(p.point_id)]).standard_normal(cap)
-            best = seen[max(seen, key=lambda q: statistics.fmean(seen[q]))] if seen else None
-            ss, df = more_repetitions.pool(seen.values())
+            best = view[max(view, key=lambda q: statistics.fmean(view[q]))] if view else None
+            ss, df = more_repetitions.pool(view.values())
             geo = None if best is None else math.exp(statistics.fmean(math.log(v) for v in best))
             n_best = 0 if best is None else len(best)
             rule = more_repetitions.MoreRule(
@@ -352,6 +355,30 @@ def adaptive(
         return vs
 
     return m, seen
+
+
+def hosts_search(
+    pts: Sequence[Point],
+    grid: descent.Grid,
+    measure: Callable[..., list[float]],
+    strategy: model_search.ModelSearch,
+) -> model_search.ModelState[Point]:
+    """The model search on `strategy.batch` hosts, as the sweep runs it: a round's runs go out a
+    host each, in waves of that many, and a run's rule of more repetitions (adaptive()) knows
+    only the runs finished when it started, those of earlier waves (round 0's first wave: no
+    best at all, each run goes on until its own noise says enough)."""
+    recorded: list[search.Measurement] = []
+    state = model_search.replay(pts, grid, recorded, strategy)
+    while not state.done:
+        pending = list(state.pending)
+        for i in range(0, len(pending), strategy.batch):
+            wave = pending[i : i + strategy.batch]
+            known = {m.point_id: list(m.values) for m in recorded if m.values}
+            for run in wave:
+                values = tuple(measure(run.point, run.level, known))
+                recorded.append(search.Measurement(run.point.point_id, run.level, values))
+        state = model_search.replay(pts, grid, recorded, strategy)
+    return state
 
 
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
@@ -420,7 +447,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
         b_measure, b_got = adaptive(
             task.kind, task.index, task.seed, task.noise, true, measure, task.strategy, stream=14
         )
-        b_state, _ = model_search.search(
+        b_state = hosts_search(
             pts, grid, b_measure, dataclasses.replace(task.strategy, batch=task.batch)
         )
         assert b_state.best is not None

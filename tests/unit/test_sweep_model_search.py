@@ -522,3 +522,26 @@ def test_the_surfaces_budget_axis_log_or_linear() -> None:
         for axis in ("log", "linear"):
             pts = surfaces.distinct_points("plateau", surfaces.truth("plateau", index, 1, axis))
             assert min(p.budget for p in pts if p.topk > 1) == start
+
+
+def test_the_surfaces_hosts_search_gives_a_run_only_what_had_finished() -> None:
+    """benchmarks/search_surfaces.py --batch N (hosts_search): a round's runs go out in waves of
+    N, and a run's rule of more repetitions knows only the runs of earlier waves, so round 0's
+    first N runs know nothing (no best), as on N hosts."""
+    surfaces = _surfaces()
+    true = surfaces.truth("ridge", 0, 1)
+    pts = surfaces.distinct_points("ridge", true)
+    grid = surfaces.grid_of(pts)
+    given: list[tuple[str, frozenset[str]]] = []
+
+    def measure_(p: Point, level: int, known: dict[str, list[float]]) -> list[float]:
+        given.append((p.point_id, frozenset(known)))
+        return [true[p.point_id]] * 3
+
+    state = surfaces.hosts_search(pts, grid, measure_, ModelSearch(batch=4))
+    assert state.done and len(given) == state.restarts
+    first = [r.point.point_id for r in state.rounds[0].runs]
+    assert len(first) == ModelSearch().initial == 7
+    assert [k for _, k in given[:4]] == [frozenset()] * 4
+    assert [k for _, k in given[4:7]] == [frozenset(first[:4])] * 3
+    assert given[7][1] == frozenset(first)
