@@ -112,6 +112,9 @@ def config_vocab_size(cfg: Any) -> int | None:
     return None
 
 
+GET_RETRY_PAUSES_S = (0.2, 1.0)  # a dropped GET is sent again after these pauses
+
+
 class Server:
     """Control-plane calls to one SGLang server. `session` is shared with the load client."""
 
@@ -121,15 +124,28 @@ class Server:
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     async def _request(self, method: str, path: str, **kw: Any) -> tuple[int, str]:
-        try:
-            async with self.session.request(
-                method, self.url + path, headers=self.headers, **kw
-            ) as resp:
-                return resp.status, await resp.text()
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as e:
-            raise ServerUnreachable(
-                f"cannot reach {self.url}{path}: {e or type(e).__name__}"
-            ) from e
+        # a GET the server dropped after it was sent (a keep-alive connection the server closed
+        # as the request went out: SGLang's uvicorn closes idle ones after 5 s, and a burst of
+        # load leaves many in the pool) is sent again on a fresh connection; a refused or timed
+        # out one, and any other method, is not
+        pauses = GET_RETRY_PAUSES_S if method == "GET" else ()
+        for attempt in range(len(pauses) + 1):
+            try:
+                async with self.session.request(
+                    method, self.url + path, headers=self.headers, **kw
+                ) as resp:
+                    return resp.status, await resp.text()
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
+                if attempt == len(pauses) or isinstance(e, aiohttp.ClientConnectorError):
+                    raise ServerUnreachable(
+                        f"cannot reach {self.url}{path}: {e or type(e).__name__}"
+                    ) from e
+                await asyncio.sleep(pauses[attempt])
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as e:
+                raise ServerUnreachable(
+                    f"cannot reach {self.url}{path}: {e or type(e).__name__}"
+                ) from e
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _json(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
         status, body = await self._request(method, path, **kw)

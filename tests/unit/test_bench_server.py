@@ -116,3 +116,80 @@ async def test_vocab_size_unknown_is_an_error_naming_the_file(tmp_path, config):
     finally:
         await session.close()
         await ts.close()
+
+
+async def _dropping_server(drops: int):
+    """A raw HTTP server that reads a request and closes the connection without an answer on its
+    first `drops` connections (a keep-alive connection the server closed as the request went
+    out), then answers every request with a /server_info body. Returns it, its URL and the count
+    of connections seen."""
+    import asyncio
+
+    seen = [0]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen[0] += 1
+        await reader.readuntil(b"\r\n\r\n")
+        if seen[0] <= drops:
+            writer.close()
+            return
+        body = b'{"model_path": "/m", "api_key": "sekret"}'
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    return srv, f"http://127.0.0.1:{port}", seen
+
+
+@pytest.mark.parametrize(
+    "pauses, drops, answered",
+    [
+        # aiohttp sends an idempotent request again once by itself: one drop is not enough
+        ((), 3, False),
+        (None, 3, True),  # the default pauses
+        (None, 100, False),  # a server that never answers is named all the same
+    ],
+)
+async def test_a_get_the_server_dropped_is_sent_again(monkeypatch, pauses, drops, answered):
+    import aiohttp
+
+    from bench import server as server_mod
+    from bench.errors import ServerUnreachable
+
+    if pauses is not None:
+        monkeypatch.setattr(server_mod, "GET_RETRY_PAUSES_S", pauses)
+    srv, url, seen = await _dropping_server(drops)
+    try:
+        async with aiohttp.ClientSession() as session:
+            server = server_mod.Server(session, url, None)
+            if answered:
+                info = await server.server_info()
+                assert info["model_path"] == "/m" and info["api_key"] == REDACTED
+                assert seen[0] == drops + 1
+            else:
+                with pytest.raises(ServerUnreachable, match=r"cannot reach .*/server_info"):
+                    await server._json("GET", "/server_info")
+                assert seen[0] < drops
+    finally:
+        srv.close()
+        await srv.wait_closed()
+
+
+async def test_a_post_the_server_dropped_is_not_sent_again():
+    import aiohttp
+
+    from bench.errors import ServerUnreachable
+    from bench.server import Server
+
+    srv, url, seen = await _dropping_server(1)
+    try:
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(ServerUnreachable):
+                await Server(session, url, None)._json("POST", "/generate", json={})
+        assert seen[0] == 1
+    finally:
+        srv.close()
+        await srv.wait_closed()
