@@ -37,13 +37,21 @@ async def _on_body_sent(
         holder.append(time.perf_counter())
 
 
+# SGLang's uvicorn closes a connection idle for 5 s (SGLANG_TIMEOUT_KEEP_ALIVE, srt/environ.py of
+# 0.5.11); aiohttp keeps one 15 s, and a request sent on a connection the server has closed is
+# lost (a POST is not sent again): the pool lets go of them first
+KEEPALIVE_S = 4.0
+
+
 def make_session(
     connections: int | None, request_timeout: float, idle_timeout: float
 ) -> aiohttp.ClientSession:
     """One session for the whole run; the connection pool must not cap the concurrency
     (`connections` None: no limit, for open-loop cells without a cap)."""
     limit = 0 if connections is None else max(connections, 1) + 4
-    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ttl_dns_cache=300)
+    connector = aiohttp.TCPConnector(
+        limit=limit, limit_per_host=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_S
+    )
     timeout = aiohttp.ClientTimeout(total=request_timeout, sock_read=idle_timeout)
     # aiohttp calls this right before it writes the request body to the socket: the moment a
     # request's clock starts (see stream_generate).

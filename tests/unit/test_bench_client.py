@@ -242,3 +242,14 @@ async def test_a_fast_client_keeps_its_schedule(monkeypatch):
 async def test_open_loop_needs_a_send_time_per_payload():
     with pytest.raises(ValueError, match="send times"):
         await run_open_loop(None, "", {}, [generate_payload({"text": "a"}, 3, 0.0, None)], [])
+
+
+async def test_the_pool_lets_go_of_a_connection_before_sglang_closes_it():
+    """SGLang's uvicorn closes a keep-alive connection idle for 5 s; the bench's pool must not
+    hold one longer, or a request goes out on a connection the server has closed."""
+    from bench.client import KEEPALIVE_S
+
+    async with make_session(4, 30, 10) as s:
+        connector = s.connector
+        assert connector is not None
+        assert connector._keepalive_timeout == KEEPALIVE_S < 5.0
