@@ -126,8 +126,8 @@ class Server:
     async def _request(self, method: str, path: str, **kw: Any) -> tuple[int, str]:
         # a GET the server dropped after it was sent (a keep-alive connection the server closed
         # as the request went out: SGLang's uvicorn closes idle ones after 5 s, and a burst of
-        # load leaves many in the pool) is sent again on a fresh connection; a refused or timed
-        # out one, and any other method, is not
+        # load leaves many in the pool) is sent again after a pause, by which the pool has let
+        # go of the closed connections; a refused or timed out one, and any other method, is not
         pauses = GET_RETRY_PAUSES_S if method == "GET" else ()
         for attempt in range(len(pauses) + 1):
             try:
@@ -135,16 +135,15 @@ class Server:
                     method, self.url + path, headers=self.headers, **kw
                 ) as resp:
                     return resp.status, await resp.text()
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
-                if attempt == len(pauses) or isinstance(e, aiohttp.ClientConnectorError):
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as e:
+                dropped = isinstance(
+                    e, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+                ) and not isinstance(e, aiohttp.ClientConnectorError)
+                if not dropped or attempt == len(pauses):
                     raise ServerUnreachable(
                         f"cannot reach {self.url}{path}: {e or type(e).__name__}"
                     ) from e
                 await asyncio.sleep(pauses[attempt])
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as e:
-                raise ServerUnreachable(
-                    f"cannot reach {self.url}{path}: {e or type(e).__name__}"
-                ) from e
         raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _json(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
