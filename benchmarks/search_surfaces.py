@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import more_repetitions
 from sweep import descent, model_search, search
 from sweep.points import Point
+from sweep.stats import compare_repetitions
 
 BUDGETS = (8, 16, 32, 48, 64, 96)
 TOPKS = (1, 2, 4, 6)
@@ -221,6 +222,9 @@ class Outcome:
     reps: int | None = None  # repetitions run, where they differ from REPS a restart
     rounds: int | None = None  # the search's rounds (a round's runs go to the hosts at once)
     seen: bool | None = None  # whether the true best was among the points measured
+    # whether the report names the answer the winner: sweep/decision.py's test tells it from the
+    # runner-up (otherwise the report calls the two a tie)
+    called: bool | None = None
 
 
 def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, float]:
@@ -381,6 +385,16 @@ def hosts_search(
     return state
 
 
+def called(values: dict[str, list[float]]) -> bool:
+    """Whether the report would name the best mean of `values` (repetitions by point) the
+    winner: sweep/decision.py's test of it against the runner-up (Welch's: the surfaces' draws
+    are independent, there is nothing to pair) is significant; otherwise a tie."""
+    ranked = sorted(values, key=lambda pid: -statistics.fmean(values[pid]))
+    if len(ranked) < 2:
+        return True
+    return compare_repetitions(values[ranked[0]], values[ranked[1]], pairs=False).significant
+
+
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
     return [p.point_id for p in state.ranking]
 
@@ -461,7 +475,13 @@ def run_one(task: Task) -> dict[str, Outcome]:
             reps=sum(len(v) for v in b_got.values()),
         )
     return extra | {
-        "grid": Outcome(len(pts), len(pts), grid_best / top, 1.0),
+        "grid": Outcome(
+            len(pts),
+            len(pts),
+            grid_best / top,
+            1.0,
+            called=called({p.point_id: measure(p, 0) for p in pts}),
+        ),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
         "model": Outcome(
             m_state.restarts,
@@ -472,6 +492,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
             rounds=len(m_state.rounds),
             reps=sum(len(v) for v in m_got.values()),
             seen=any(true[pid] >= top * (1 - 1e-12) for pid in m_got),
+            called=called(m_got),
         ),
     }
 
@@ -613,7 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "answer; 2 %: within 2 % of the true best; best: the true best; worst: answer / true best "
         f"(counts of {n}); reps: repetitions, median / max share of the grid's; misses: the "
         "model search's answers not within 2 % of the true best, the true best never measured "
-        "(a region missed) / measured (the noise chose another)"
+        "(a region missed) / measured (the noise chose another); called: the misses the report "
+        "names the winner (sweep/decision.py's test tells it from the runner-up; otherwise a "
+        "tie), grid / model"
     )
     cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
     head = [
@@ -626,10 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(f"model {c}" for c in ["reps", *cols]),
         "model settled",
         "model misses: unmeasured / measured",
+        "misses called: grid / model",
     ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     met = {"grid": True, "true": True}
+    wrong = {"grid": [0, 0], "model": [0, 0]}  # misses, and those the report calls a winner
     for nz in NOISES:
         for kind in CLASSES:
             rows = [by[(kind, nz, i)] for i in range(n)]
@@ -640,6 +665,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             line.append(str(sum(bool(r["model"].settled) for r in rows)))
             missed = [r["model"] for r in rows if r["model"].ratio < 1.0 - WITHIN]
             line.append(f"{sum(not o.seen for o in missed)} / {sum(bool(o.seen) for o in missed)}")
+            calls = []
+            for name, tally in wrong.items():
+                out = [r[name] for r in rows if r[name].ratio < 1.0 - WITHIN]
+                tally[0] += len(out)
+                tally[1] += sum(bool(o.called) for o in out)
+                calls.append(str(sum(bool(o.called) for o in out)))
+            line.append(" / ".join(calls))
             print("| " + " | ".join(line) + " |")
             model = [r["model"] for r in rows]
             shares = [o.restarts / o.grid for o in model]
@@ -667,6 +699,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print_rows(by, n, ("model", "model xN"), ["rounds", "reps", *cols], rounds=True)
     every = [r["model"].restarts / r["model"].grid for r in results]
+    for name, (misses, named) in wrong.items():
+        print(
+            f"{name}: {misses} of {len(results)} answers not within 2 % of the true best; the "
+            f"report names {named} of them the winner, calls {misses - named} a tie"
+        )
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     for what, name in (("grid", "the grid's answer"), ("true", "the true best")):
         print(

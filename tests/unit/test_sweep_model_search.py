@@ -545,3 +545,17 @@ def test_the_surfaces_hosts_search_gives_a_run_only_what_had_finished() -> None:
     assert [k for _, k in given[:4]] == [frozenset()] * 4
     assert [k for _, k in given[4:7]] == [frozenset(first[:4])] * 3
     assert given[7][1] == frozenset(first)
+
+
+def test_the_surfaces_say_whether_the_report_names_the_winner() -> None:
+    """benchmarks/search_surfaces.py's "misses called": the report (sweep/decision.py) names the
+    best mean the winner only when its test tells it from the runner-up, otherwise a tie; a
+    point alone wins."""
+    called = _surfaces().called
+    apart = {"a": [100.0, 101.0, 99.0], "b": [90.0, 91.0, 89.0], "c": [50.0, 51.0, 49.0]}
+    assert called(apart)
+    close = {"a": [100.0, 104.0, 96.0], "b": [99.0, 103.0, 95.0], "c": [50.0, 51.0, 49.0]}
+    assert not called(close)
+    # the runner-up is the second mean, not the second in order
+    assert not called({"c": [50.0, 51.0, 49.0], **close})
+    assert called({"a": [100.0, 101.0]})
