@@ -34,7 +34,10 @@ max, as a share of the grid's restarts: one per distinct server), how often the 
 acceptance figure), how often it is within 2 % of the true best, how often it is the true best,
 and the worst answer (true value / true best); the grid's own figures against the true best; and
 how many of the model search's stops were settled (no unmeasured point can beat its answer by
-more than the tie margin, by its model).
+more than the tie margin, by its model); of its misses (not within 2 % of the true best), how many
+never measured the true best; and how the report would put the grid's and the search's misses
+(sweep/decision.py's test of the answer against the runner-up): the winner named, or a tie that
+hands the operator a point within 2 % of the true best, or a tie of two misses.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -222,9 +226,11 @@ class Outcome:
     reps: int | None = None  # repetitions run, where they differ from REPS a restart
     rounds: int | None = None  # the search's rounds (a round's runs go to the hosts at once)
     seen: bool | None = None  # whether the true best was among the points measured
-    # whether the report names the answer the winner: sweep/decision.py's test tells it from the
-    # runner-up (otherwise the report calls the two a tie)
+    # the report's decision (sweep/decision.py): whether it names the answer the winner (its test
+    # tells it from the runner-up) or calls the two a tie, and the runner-up's true value / true
+    # best (on a tie the operator is handed both)
     called: bool | None = None
+    runner: float | None = None
 
 
 def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, float]:
@@ -385,14 +391,23 @@ def hosts_search(
     return state
 
 
-def called(values: dict[str, list[float]]) -> bool:
+def called(values: dict[str, list[float]]) -> tuple[bool, str | None]:
     """Whether the report would name the best mean of `values` (repetitions by point) the
     winner: sweep/decision.py's test of it against the runner-up (Welch's: the surfaces' draws
-    are independent, there is nothing to pair) is significant; otherwise a tie."""
+    are independent, there is nothing to pair) is significant; otherwise a tie. And the
+    runner-up (None: a point alone)."""
     ranked = sorted(values, key=lambda pid: -statistics.fmean(values[pid]))
     if len(ranked) < 2:
-        return True
-    return compare_repetitions(values[ranked[0]], values[ranked[1]], pairs=False).significant
+        return True, None
+    test = compare_repetitions(values[ranked[0]], values[ranked[1]], pairs=False)
+    return test.significant, ranked[1]
+
+
+def decided(values: dict[str, list[float]], true: dict[str, float]) -> dict[str, Any]:
+    """Outcome's `called` and `runner` for the measurements `values`."""
+    winner, runner = called(values)
+    top = max(true.values())
+    return {"called": winner, "runner": None if runner is None else true[runner] / top}
 
 
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
@@ -480,7 +495,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
             len(pts),
             grid_best / top,
             1.0,
-            called=called({p.point_id: measure(p, 0) for p in pts}),
+            **decided({p.point_id: measure(p, 0) for p in pts}, true),
         ),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
         "model": Outcome(
@@ -492,9 +507,17 @@ def run_one(task: Task) -> dict[str, Outcome]:
             rounds=len(m_state.rounds),
             reps=sum(len(v) for v in m_got.values()),
             seen=any(true[pid] >= top * (1 - 1e-12) for pid in m_got),
-            called=called(m_got),
+            **decided(m_got, true),
         ),
     }
+
+
+def report_of(misses: Sequence[Outcome]) -> tuple[int, int, int]:
+    """How the report puts `misses`: named the winner, a tie whose runner-up is within 2 % of
+    the true best, a tie of two misses."""
+    named = sum(bool(o.called) for o in misses)
+    tie_ok = sum(not o.called and o.runner is not None and o.runner >= 1.0 - WITHIN for o in misses)
+    return named, tie_ok, len(misses) - named - tie_ok
 
 
 def cells(outs: Sequence[Outcome], search: bool = True, rounds: bool = False) -> list[str]:
@@ -634,9 +657,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "answer; 2 %: within 2 % of the true best; best: the true best; worst: answer / true best "
         f"(counts of {n}); reps: repetitions, median / max share of the grid's; misses: the "
         "model search's answers not within 2 % of the true best, the true best never measured "
-        "(a region missed) / measured (the noise chose another); called: the misses the report "
-        "names the winner (sweep/decision.py's test tells it from the runner-up; otherwise a "
-        "tie), grid / model"
+        "(a region missed) / measured (the noise chose another); in the report: how the "
+        "report (sweep/decision.py's test of the answer against the runner-up) puts the misses: "
+        "named the winner / a tie with a point within 2 % of the true best / a tie of two misses"
     )
     cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
     head = [
@@ -649,12 +672,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(f"model {c}" for c in ["reps", *cols]),
         "model settled",
         "model misses: unmeasured / measured",
-        "misses called: grid / model",
+        "grid misses in the report",
+        "model misses in the report",
     ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     met = {"grid": True, "true": True}
-    wrong = {"grid": [0, 0], "model": [0, 0]}  # misses, and those the report calls a winner
+    wrong = {"grid": [0, 0, 0, 0], "model": [0, 0, 0, 0]}  # misses: called, tie ok, tie of two
     for nz in NOISES:
         for kind in CLASSES:
             rows = [by[(kind, nz, i)] for i in range(n)]
@@ -665,13 +689,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             line.append(str(sum(bool(r["model"].settled) for r in rows)))
             missed = [r["model"] for r in rows if r["model"].ratio < 1.0 - WITHIN]
             line.append(f"{sum(not o.seen for o in missed)} / {sum(bool(o.seen) for o in missed)}")
-            calls = []
             for name, tally in wrong.items():
-                out = [r[name] for r in rows if r[name].ratio < 1.0 - WITHIN]
-                tally[0] += len(out)
-                tally[1] += sum(bool(o.called) for o in out)
-                calls.append(str(sum(bool(o.called) for o in out)))
-            line.append(" / ".join(calls))
+                counts = report_of([r[name] for r in rows if r[name].ratio < 1.0 - WITHIN])
+                tally[:] = [a + b for a, b in zip(tally, (sum(counts), *counts), strict=True)]
+                line.append(" / ".join(map(str, counts)))
             print("| " + " | ".join(line) + " |")
             model = [r["model"] for r in rows]
             shares = [o.restarts / o.grid for o in model]
@@ -699,10 +720,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print_rows(by, n, ("model", "model xN"), ["rounds", "reps", *cols], rounds=True)
     every = [r["model"].restarts / r["model"].grid for r in results]
-    for name, (misses, named) in wrong.items():
+    for name, (misses, named, tie_ok, tie_bad) in wrong.items():
+        ties = sum(not r[name].called for r in results)
         print(
             f"{name}: {misses} of {len(results)} answers not within 2 % of the true best; the "
-            f"report names {named} of them the winner, calls {misses - named} a tie"
+            f"report names {named} of them the winner, calls {tie_ok} a tie with a point within "
+            f"2 %, {tie_bad} a tie of two misses (it calls a tie on {ties} of all "
+            f"{len(results)} answers)"
         )
     print(f"model search restarts over every surface: median {statistics.median(every):.0%}")
     for what, name in (("grid", "the grid's answer"), ("true", "the true best")):

@@ -547,15 +547,27 @@ def test_the_surfaces_hosts_search_gives_a_run_only_what_had_finished() -> None:
     assert given[7][1] == frozenset(first)
 
 
-def test_the_surfaces_say_whether_the_report_names_the_winner() -> None:
-    """benchmarks/search_surfaces.py's "misses called": the report (sweep/decision.py) names the
-    best mean the winner only when its test tells it from the runner-up, otherwise a tie; a
-    point alone wins."""
-    called = _surfaces().called
+def test_the_surfaces_say_how_the_report_puts_a_miss() -> None:
+    """benchmarks/search_surfaces.py's "misses in the report": the report (sweep/decision.py)
+    names the best mean the winner only when its test tells it from the runner-up, otherwise a
+    tie of the two; a point alone wins. A miss is then named the winner, a tie with a point
+    within 2 % of the true best, or a tie of two misses."""
+    surfaces = _surfaces()
+    called = surfaces.called
     apart = {"a": [100.0, 101.0, 99.0], "b": [90.0, 91.0, 89.0], "c": [50.0, 51.0, 49.0]}
-    assert called(apart)
+    assert called(apart) == (True, "b")
     close = {"a": [100.0, 104.0, 96.0], "b": [99.0, 103.0, 95.0], "c": [50.0, 51.0, 49.0]}
-    assert not called(close)
+    assert called(close) == (False, "b")
     # the runner-up is the second mean, not the second in order
-    assert not called({"c": [50.0, 51.0, 49.0], **close})
-    assert called({"a": [100.0, 101.0]})
+    assert called({"c": [50.0, 51.0, 49.0], **close}) == (False, "b")
+    assert called({"a": [100.0, 101.0]}) == (True, None)
+    true = {"a": 970.0, "b": 1000.0, "c": 500.0}
+    assert surfaces.decided(close, true) == {"called": False, "runner": 1.0}
+    miss = surfaces.Outcome
+    misses = [
+        miss(1, 2, 0.97, 1.0, called=True, runner=0.99),
+        miss(1, 2, 0.97, 1.0, called=False, runner=0.99),
+        miss(1, 2, 0.97, 1.0, called=False, runner=0.95),
+        miss(1, 2, 0.97, 1.0, called=False, runner=0.98),
+    ]
+    assert surfaces.report_of(misses) == (1, 2, 1)
