@@ -60,8 +60,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import descent, model_search, search
+from sweep import descent, model_search
 from sweep.points import Point
+from sweep.search import Measurement
 from sweep.stats import compare_repetitions
 
 BUDGETS = (8, 16, 32, 48, 64, 96)
@@ -377,7 +378,7 @@ def hosts_search(
     host each, in waves of that many, and a run's rule of more repetitions (adaptive()) knows
     only the runs finished when it started, those of earlier waves (round 0's first wave: no
     best at all, each run goes on until its own noise says enough)."""
-    recorded: list[search.Measurement] = []
+    recorded: list[Measurement] = []
     state = model_search.replay(pts, grid, recorded, strategy)
     while not state.done:
         pending = list(state.pending)
@@ -386,7 +387,7 @@ def hosts_search(
             known = {m.point_id: list(m.values) for m in recorded if m.values}
             for run in wave:
                 values = tuple(measure(run.point, run.level, known))
-                recorded.append(search.Measurement(run.point.point_id, run.level, values))
+                recorded.append(Measurement(run.point.point_id, run.level, values))
         state = model_search.replay(pts, grid, recorded, strategy)
     return state
 
@@ -438,8 +439,8 @@ def run_one(task: Task) -> dict[str, Outcome]:
     pts = distinct_points(task.kind, true)
     grid = grid_of(pts)
     top = max(true.values())
-    means = {p.point_id: statistics.fmean(measure(p, 0)) for p in pts}
-    grid_best = true[max(pts, key=lambda p: means[p.point_id]).point_id]
+    grid_got = {p.point_id: measure(p, 0) for p in pts}
+    grid_best = true[max(grid_got, key=lambda pid: statistics.fmean(grid_got[pid]))]
     by_pid = {p.point_id: p for p in pts}
     d_state, _ = descent.search(pts, grid, measure, descent.Descent())
     m_measure, m_got = adaptive(
@@ -495,7 +496,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
             len(pts),
             grid_best / top,
             1.0,
-            **decided({p.point_id: measure(p, 0) for p in pts}, true),
+            **decided(grid_got, true),
         ),
         "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
         "model": Outcome(
