@@ -82,9 +82,9 @@ Up to 24 and until the noise tells the margin, the first point too (the rule now
 restarts 24 to 39 % in all 40 cells, within 2 % of the true best on 1,179, of the grid's answer
 on 1,187, for a median of 39 to 144 % of the grid's repetitions (benchmarks/README.md).
 Axes placed by rank, not by the log of their values: the log placing found 1,186 on the suite
-(whose surfaces act on log budget) but 1,174 on the same classes linear in budget
+(whose surfaces act on log budget) but 1,167 on the same classes linear in budget
 (`--budget-axis linear`), where rank finds 1,180; both weighed by the data's likelihood, 1,184
-and 1,186 for 1.5 times the CPU. Of rank's 21 misses on the suite, 12 never measured the true
+and 1,181 for 1.5 times the CPU. Of rank's 21 misses on the suite, 12 never measured the true
 best (two peaks), 9 measured it and the noise chose another.
 A fit on the 72-point grid takes about 50 ms of controller CPU (512 settings).
 """
