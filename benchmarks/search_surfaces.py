@@ -8,6 +8,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --smooth 2    # + the answer by the model's mean
     .venv/bin/python benchmarks/search_surfaces.py --max-repetitions 3   # no more repetitions
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
+    .venv/bin/python benchmarks/search_surfaces.py --cover 2     # without the rule of regions left
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
@@ -584,6 +585,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"log likelihood within which a single setting bounds a gain too ({d.likely:g})",
     )
     ap.add_argument(
+        "--cover",
+        type=float,
+        default=d.cover,
+        help="not settled while a point not ruled out lies farther than this from every point "
+        f"measured ({d.cover:g} of the axes' extent; 2: never, the rule off)",
+    )
+    ap.add_argument(
+        "--ruled-out",
+        type=float,
+        default=d.ruled_out,
+        help=f"how far below the best the model rules a point out ({d.ruled_out:g})",
+    )
+    ap.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -630,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         initial=args.initial,
         likely=args.likely,
         max_repetitions=args.max_repetitions,
+        cover=args.cover,
+        ruled_out=args.ruled_out,
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
@@ -649,7 +665,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
-        f"round {strat.initial} points, likely settings within {strat.likely:g}; more "
+        f"round {strat.initial} points, likely settings within {strat.likely:g}; not "
+        f"settled while a point not ruled out (within {strat.ruled_out:.0%} of the best) lies "
+        f"farther than {strat.cover:g} from every point measured; more "
         f"repetitions while a point may be the best and the noise needs them to tell "
         f"{strat.margin:.0%}, up to {strat.max_repetitions} (bench/more_repetitions.py)"
     )

@@ -121,7 +121,8 @@ def test_a_likely_setting_keeps_an_unmeasured_higher_peak_open() -> None:
     grid = surfaces.grid_of(pts)
     means = {p.point_id: sum(measure_(p, 0)) for p in pts}
     grid_answer = true[max(means, key=means.__getitem__)]
-    narrow, _ = search(pts, grid, measure_, ModelSearch(likely=2.0))
+    # cover=2: no point is that far from another, so the rule of regions left (below) is off
+    narrow, _ = search(pts, grid, measure_, ModelSearch(likely=2.0, cover=2.0))
     wide, _ = search(pts, grid, measure_, ModelSearch())
     assert narrow.best is not None and wide.best is not None
     assert narrow.verdict is not None and narrow.verdict.settled
@@ -129,6 +130,82 @@ def test_a_likely_setting_keeps_an_unmeasured_higher_peak_open() -> None:
     assert true[wide.best.point_id] == grid_answer
     assert wide.verdict is not None and wide.verdict.settled
     assert wide.restarts <= 0.3 * len(pts)
+
+
+def test_a_region_no_point_was_measured_near_is_measured_before_the_search_settles() -> None:
+    """A two-peak surface of benchmarks/search_surfaces.py (seed 5, the 26th, 2 % noise) whose
+    higher peak (b16-k2-w4096) lies where nothing was measured: the model put it 56 % below the
+    answer and settled on the lower peak, at 0.89 of the best. With the rule of regions left it
+    measures the point not ruled out that is farthest from the rest, finds the slope up to the
+    other peak and climbs it."""
+    surfaces = _surfaces()
+    true = surfaces.truth("two-peaks", 25, 5)
+    measure_ = surfaces.noisy("two-peaks", 25, 5, 0.02, true)
+    pts = surfaces.distinct_points("two-peaks", true)
+    grid = surfaces.grid_of(pts)
+    top = max(true, key=true.__getitem__)
+    # with more repetitions while a point may be the best, as the sweep runs it
+    blind_m, _ = surfaces.adaptive("two-peaks", 25, 5, 0.02, true, measure_, ModelSearch())
+    blind, _ = search(pts, grid, blind_m, ModelSearch(cover=2.0))
+    more, _ = surfaces.adaptive("two-peaks", 25, 5, 0.02, true, measure_, ModelSearch())
+    state, _ = search(pts, grid, more, ModelSearch())
+    assert blind.best is not None and state.best is not None
+    assert blind.verdict is not None and blind.verdict.settled
+    assert top not in blind.by_id and true[blind.best.point_id] < 0.9 * true[top]
+    assert state.best.point_id == top
+    assert state.verdict is not None and state.verdict.settled
+    assert blind.restarts < state.restarts <= 0.4 * len(pts)
+
+
+def test_the_rule_of_regions_left_names_them_and_spreads_a_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over a grid measured only in one corner, the model rules nothing out far away (no data
+    there): the step names the points not ruled out that lie farther than `cover` from every
+    point tried, and a round of several hosts spreads them (each farther than `cover` from the
+    ones picked before it too)."""
+    pts = points()
+    g = grid_of(pts)
+    order = {p.point_id: i for i, p in enumerate(pts)}
+    space = model_search._Space.of(g, order)
+    corner = [p.point_id for p in pts if p.budget <= 24 and p.topk <= 3]
+    values = {pid: [100.0, 101.0, 99.0] for pid in corner}
+    free = [pid for pid in space.every if pid not in values]
+    bound = dict.fromkeys(space.every, 0.0)
+    picks = model_search._uncovered(space, corner, free, bound, ModelSearch())
+    coords = dict(zip(space.every, space.coords, strict=True))
+    assert len(picks) >= 2
+    for i, pid in enumerate(picks):
+        near = [coords[q] for q in [*corner, *picks[:i]]]
+        assert min(math.dist(coords[pid], c) for c in near) > 0.4
+    ruled = {pid: (-1.0 if pid == picks[0] else 0.0) for pid in space.every}
+    assert picks[0] not in model_search._uncovered(space, corner, free, ruled, ModelSearch())
+    assert model_search._uncovered(space, corner, free, bound, ModelSearch(cover=2.0)) == ()
+    # a model that puts every point level with the best: within the margin, none ruled out
+    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (bound, bound))
+    step = model_search._step(space, values, (), corner[0], ModelSearch(batch=3))
+    assert step.picks == picks[:3] and step.ahead == picks[: model_search.NEXT_SHOWN]
+    assert step.why == (
+        "no unmeasured point may beat the best by more than 2.0% by the model, but a point it "
+        "does not rule out (within 5% of it) lies farther than 0.4 from every point measured"
+    )
+    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (ruled, ruled))
+    rest = model_search._step(space, values, (), corner[0], ModelSearch()).picks
+    assert len(rest) == 1 and rest[0] != picks[0]
+    # a restart bound spent while such a region is left: not settled, and says why
+    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (bound, bound))
+    cut = ModelSearch(max_restarts=7)
+    first = replay(pts, g, [], cut)
+    done = [Measurement(r.point.point_id, 0, (100.0, 101.0, 99.0)) for r in first.pending]
+    state = replay(pts, g, done, cut)
+    assert state.done and state.verdict is not None and not state.verdict.settled
+    assert state.verdict.reason.startswith(
+        "not settled: max_restarts=7 spent; no unmeasured point may beat the best by more than "
+        "2.0% by the model, but "
+    )
+    for bad in ({"cover": 0.0}, {"cover": 3.0}, {"ruled_out": 1.0}, {"cover": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ModelSearch(**bad)
 
 
 def _surfaces() -> Any:
