@@ -9,6 +9,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --max-repetitions 3   # no more repetitions
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
     .venv/bin/python benchmarks/search_surfaces.py --cover 2     # without the rule of regions left
+    .venv/bin/python benchmarks/search_surfaces.py --no-neighbours  # without the best's neighbours
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
@@ -35,7 +36,8 @@ max, as a share of the grid's restarts: one per distinct server), how often the 
 acceptance figure), how often it is within 2 % of the true best, how often it is the true best,
 and the worst answer (true value / true best); the grid's own figures against the true best; and
 how many of the model search's stops were settled (no unmeasured point can beat its answer by
-more than the tie margin, by its model); of its misses (not within 2 % of the true best), how many
+more than the tie margin, by its model, and none it does not rule out lies far from every point
+measured: the rule of regions left); of its misses (not within 2 % of the true best), how many
 never measured the true best; and how the report would put the grid's and the search's misses
 (sweep/decision.py's test of the answer against the runner-up): the winner named, or a tie that
 hands the operator a point within 2 % of the true best, or a tie of two misses.
@@ -598,6 +600,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"how far below the best the model rules a point out ({d.ruled_out:g})",
     )
     ap.add_argument(
+        "--no-neighbours",
+        dest="neighbours",
+        action="store_false",
+        help="without the rule of the best's neighbours (settled with a neighbour of the best "
+        "unmeasured that the model does not put more than the margin below it)",
+    )
+    ap.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -646,6 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_repetitions=args.max_repetitions,
         cover=args.cover,
         ruled_out=args.ruled_out,
+        neighbours=args.neighbours,
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
@@ -667,7 +677,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
         f"round {strat.initial} points, likely settings within {strat.likely:g}; not "
         f"settled while a point not ruled out (within {strat.ruled_out:.0%} of the best) lies "
-        f"farther than {strat.cover:g} from every point measured; more "
+        f"farther than {strat.cover:g} from every point measured"
+        + (
+            f", nor while a neighbour of the best not put more than {strat.margin:.0%} below it "
+            "is unmeasured"
+            if strat.neighbours
+            else ""
+        )
+        + "; more "
         f"repetitions while a point may be the best and the noise needs them to tell "
         f"{strat.margin:.0%}, up to {strat.max_repetitions} (bench/more_repetitions.py)"
     )
