@@ -728,6 +728,11 @@ def replay(
         pending = tuple(r for r in runs if r.point.point_id not in recorded)
         if pending:
             rounds.append(Round(len(rounds), 0, runs))
+            # the round's runs already recorded (an invocation with another count of hosts ran
+            # them) are measured: the state counts them while the round waits for the rest
+            for pid in (r.point.point_id for r in runs):
+                if pid in recorded and recorded[pid].values:
+                    values[pid] = recorded[pid].values
             names = tuple(r.point.point_id for r in pending)
             return state(pending, Verdict(False, step.gain, strategy.margin, names, step.why))
         consume(runs)
