@@ -10,6 +10,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
     .venv/bin/python benchmarks/search_surfaces.py --cover 2     # without the rule of regions left
     .venv/bin/python benchmarks/search_surfaces.py --no-neighbours  # without the best's neighbours
+    .venv/bin/python benchmarks/search_surfaces.py --no-diagonals  # the model's scales on the axes
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
@@ -607,6 +608,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unmeasured that the model does not put more than the margin below it)",
     )
     ap.add_argument(
+        "--no-diagonals",
+        dest="diagonals",
+        action="store_false",
+        help="the model's length scales along the axes only (without the metrics that run them "
+        "along a diagonal of two axes: sweep/gaussian_process.py)",
+    )
+    ap.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -656,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cover=args.cover,
         ruled_out=args.ruled_out,
         neighbours=args.neighbours,
+        diagonals=args.diagonals,
     )
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
@@ -675,7 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"model search: tie margin {strat.margin:g}, bound at {strat.confidence:g} sd, first "
-        f"round {strat.initial} points, likely settings within {strat.likely:g}; not "
+        f"round {strat.initial} points, likely settings within {strat.likely:g}, length "
+        f"scales along the axes{' and their diagonals' if strat.diagonals else ' only'}; not "
         f"settled while a point not ruled out (within {strat.ruled_out:.0%} of the best) lies "
         f"farther than {strat.cover:g} from every point measured"
         + (

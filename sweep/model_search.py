@@ -13,13 +13,13 @@ run at the full bench:
   centre, then each time the one farthest from those chosen (the first in point order among
   equals). It goes on like that while fewer than two points have succeeded.
 - The answer is the best mean measured (warm starts included), the grid's own rule.
-- The model, refitted after every round to the mean log objective of every point measured: a
-  Gaussian process with an unknown constant mean and a Matern 5/2 correlation with a length scale
-  per axis; each mean's noise is the pooled variance of one repetition over every point measured,
-  divided by its repetitions (the measured noise). The length scales (4 an axis, 0.25 to 2 of
-  the axis), the amplitude (a sd of 7 to 60 % around the mean) and a misfit (none or 2 %) are not
-  fitted but taken over a fixed grid, weighted by their likelihood: the same data always give
-  the same figures, with no optimiser to fail.
+- The model (sweep/gaussian_process.py), refitted after every round to the mean log objective
+  of every point measured: a Gaussian process with an unknown constant mean and a Matern 5/2
+  correlation with a length scale per axis, of the axes or of the grid turned along a diagonal
+  of two of them (a ridge: `diagonals`); each mean's noise is the pooled variance of one
+  repetition over every point measured, divided by its repetitions (the measured noise). Its
+  settings are not fitted but taken over a fixed grid, weighted by their likelihood: the same
+  data always give the same figures, with no optimiser to fail.
 - For each point not measured, the bound of its gain over the answer: f(point) - f(answer) (f the
   log objective), mean + `confidence` (2) sd by the weighted model, or by any single likely
   setting (log likelihood within `likely`, 3, of the best's) if that is higher. A surface the
@@ -111,18 +111,22 @@ the grid's repetitions at 5 % noise (before: 81 to 144 %). Each alone: 48 repeti
 chosen on neither: 714 of 720, two peaks at 2 % 28 on seed 8, the ridge at 5 % 41 % on seeds 6
 and 7. The bound at 1.9 sd met the target on seeds 1 to 5 (1,195) but not on 6 to 8 (712 of
 720): not built (benchmarks/README.md).
-A fit on the 72-point grid takes about 50 ms of controller CPU (512 settings).
+Length scales along a diagonal of two axes too (`diagonals`, 2026-12-04, seeds 1 to 5): 1,195
+within 2 % of the true best, the median restarts 26 to 40 %, the ridge at 5 % 36 to 39 %
+(sweep/gaussian_process.py has why; benchmarks/README.md the figures and the seeds held out).
+A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings; the axes alone:
+13 to 85 ms).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from bench.more_repetitions import MARGIN, MAX_REPETITIONS
+from sweep import gaussian_process
 from sweep.descent import Grid
 from sweep.search import (
     Measurement,
@@ -140,14 +144,7 @@ from sweep.search import (
 
 BUDGET_REASON = "restart budget spent: not measured"
 NEXT_SHOWN = 3  # the points named as the next to measure
-
-if TYPE_CHECKING:
-    # numpy is imported where the model is fitted: the planner answers every host's `next` with
-    # a fresh process, and a grid, halving or descent sweep never fits one
-    import numpy as np
-    from numpy.typing import NDArray
-
-    Array = NDArray[np.float64]
+NOISE_FLOOR = 0.002**2  # a mean's noise variance is never taken below this
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,9 @@ class ModelSearch:
     is not ruled out by the model (its bound above -`ruled_out`): a region no point has been
     measured near is one the model only guesses at; `neighbours`: nor while a neighbour of the
     best (one step along one axis) that the model does not put more than `margin` below it is
-    unmeasured: a peak narrower than a step is one the model cannot see."""
+    unmeasured: a peak narrower than a step is one the model cannot see; `diagonals`: the model
+    may also run its length scales along a diagonal of two axes (sweep/gaussian_process.py
+    _metrics: a ridge)."""
 
     max_restarts: int | None = None
     higher_is_better: bool = True
@@ -179,6 +178,7 @@ class ModelSearch:
     cover: float = 0.4
     ruled_out: float = 0.05
     neighbours: bool = True
+    diagonals: bool = True
     name: ClassVar[str] = "model"
     levels: ClassVar[int] = 1
     last_level: ClassVar[int] = 0
@@ -206,8 +206,9 @@ class ModelSearch:
             raise ValueError(f"cover={self.cover}: must be in (0, 2] (of an axis's extent)")
         if isinstance(self.ruled_out, bool) or not 0 <= self.ruled_out < 1:
             raise ValueError(f"ruled_out={self.ruled_out}: must be a fraction in [0, 1)")
-        if not isinstance(self.neighbours, bool):
-            raise ValueError(f"neighbours={self.neighbours!r}: must be true or false")
+        for flag in ("neighbours", "diagonals"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag}={getattr(self, flag)!r}: must be true or false")
 
 
 @dataclass(frozen=True)
@@ -249,106 +250,6 @@ class ModelState(State[P]):
     def best_stats(self) -> Stats | None:
         best = self.best
         return self.by_id[best.point_id] if best is not None else None
-
-
-# ---------------------------------------------------------------- the model
-
-
-def _matern(r: Any) -> Array:
-    """Matern 5/2 correlation at scaled distance r."""
-    import numpy as np
-
-    s5 = math.sqrt(5.0) * r
-    out: Array = (1.0 + s5 + s5 * s5 / 3.0) * np.exp(-s5)
-    return out
-
-
-def _scales(n_axes: int) -> list[tuple[float, ...]]:
-    """The length scales tried, per axis, in units of the axis's extent (its first to its last
-    value): a few per axis, fewer the more axes there are (at most about 256 combinations)."""
-    import numpy as np
-
-    per_axis = {1: 6, 2: 5, 3: 4, 4: 4, 5: 3}.get(n_axes, 2)
-    base = np.geomspace(0.25, 2.0, per_axis)
-    grids = np.meshgrid(*([base] * n_axes), indexing="ij")
-    return [tuple(float(g.flat[i]) for g in grids) for i in range(grids[0].size)]
-
-
-AMPLITUDES = (0.07, 0.15, 0.3, 0.6)  # prior sd of the log objective around its mean
-NUGGETS = (0.0, 0.02**2)  # model misfit, on top of the measured noise (log units)
-NOISE_FLOOR = 0.002**2  # a mean's noise variance is never taken below this
-
-
-@functools.lru_cache(maxsize=256)
-def _bounds(
-    x: tuple[tuple[float, ...], ...],
-    y: tuple[float, ...],
-    noise: tuple[float, ...],
-    grid: tuple[tuple[float, ...], ...],
-    ref: int,
-    confidence: float,
-    likely: float = 0.0,
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """For every point of `grid`, the upper bound of f(point) - f(grid[ref]), f the log
-    objective (higher is better), by a Gaussian process fitted to the means `y` at `x` (their
-    noise variances `noise`): constant mean integrated out, Matern 5/2 with a length scale per
-    axis, its hyperparameters (length scales, amplitude, misfit) taken over a fixed grid and
-    weighted by their marginal likelihood (no optimiser, no randomness: the same data give the
-    same figures). The bound is the larger of the mixture's mean + `confidence` sd and that of
-    every likely hyperparameter (log likelihood within `likely` of the best's) on its own, so
-    that a surface the data leave open (a narrow peak between points measured) keeps its
-    unmeasured points open too. Returns the bounds and, from the same fit, the mixture's mean
-    of f(point) (see smoothed(), _batch())."""
-    import numpy as np
-
-    xa = np.asarray(x, dtype=np.float64)  # (n, A)
-    ya = np.asarray(y, dtype=np.float64)
-    ga = np.asarray(grid, dtype=np.float64)  # (N, A)
-    n, axes = xa.shape
-    scales = np.asarray(_scales(axes), dtype=np.float64)  # (S, A)
-    inv = 1.0 / scales**2
-    c_xx = _matern(np.sqrt(np.einsum("ija,sa->sij", (xa[:, None] - xa[None]) ** 2, inv)))
-    c_gx = _matern(np.sqrt(np.einsum("mja,sa->smj", (ga[:, None] - xa[None]) ** 2, inv)))
-    c_gr = _matern(np.sqrt(((ga - ga[ref]) ** 2) @ inv.T)).T  # (S, N): corr with the reference
-    amp2 = np.asarray(AMPLITUDES, dtype=np.float64) ** 2
-    nug = np.asarray(NUGGETS, dtype=np.float64)
-    # every combination h = (scale, amplitude, nugget), flattened in that order
-    n_s, n_a, n_n = len(scales), len(amp2), len(nug)
-    diag = nug[:, None] + np.asarray(noise, dtype=np.float64)[None, :]  # (n_n, n)
-    k = amp2[None, :, None, None, None] * c_xx[:, None, None]
-    k = (k + (np.eye(n)[None] * diag[:, None, :])[None, None]).reshape(-1, n, n)
-    chol = np.linalg.cholesky(k)
-    linv = np.linalg.inv(chol)  # L^-1, (h, n, n)
-    li1 = linv.sum(axis=2)  # L^-1 1
-    liy = linv @ ya
-    s = np.einsum("hi,hi->h", li1, li1)  # 1' K^-1 1
-    mhat = np.einsum("hi,hi->h", li1, liy) / s  # the constant mean (generalised least squares)
-    lir = liy - mhat[:, None] * li1
-    loglik = (  # restricted: the constant mean integrated out
-        -0.5 * np.einsum("hi,hi->h", lir, lir)
-        - np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-        - 0.5 * np.log(s)
-    )
-    w = np.exp(loglik - loglik.max())
-    w /= w.sum()
-    amp_h = np.broadcast_to(amp2[None, :, None], (n_s, n_a, n_n)).reshape(-1)
-    scale_h = np.repeat(np.arange(n_s), n_a * n_n)
-    k_gx = amp_h[:, None, None] * c_gx[scale_h]  # (h, N, n)
-    alpha = np.einsum("hji,hj->hi", linv, lir)  # K^-1 (y - mhat)
-    level = mhat[:, None] + np.einsum("hmn,hn->hm", k_gx, alpha)  # (h, N): the mean at each
-    g = k_gx - k_gx[:, ref, None, :]  # cov(f(point) - f(ref), data)
-    lig = linv @ np.swapaxes(g, 1, 2)  # (h, n, N)
-    prior = 2.0 * amp_h[:, None] * (1.0 - c_gr[scale_h])
-    one_g = np.einsum("hn,hnm->hm", li1, lig)  # the mean's own uncertainty, integrated out
-    var = np.maximum(prior - np.einsum("hnm,hnm->hm", lig, lig) + one_g**2 / s[:, None], 0.0)
-    means = tuple(float(v) for v in w @ level)
-    mean = level - level[:, ref, None]
-    mix_mean = w @ mean
-    mix_sd = np.sqrt(np.maximum(w @ (var + mean**2) - mix_mean**2, 0.0))
-    bound = mix_mean + confidence * mix_sd
-    likely_h = loglik >= loglik.max() - likely
-    bound = np.maximum(bound, (mean + confidence * np.sqrt(var))[likely_h].max(axis=0))
-    return tuple(float(v) for v in bound), means
 
 
 # ---------------------------------------------------------------- the data
@@ -437,8 +338,10 @@ def _gains(
     by the model fitted to every point measured (and `believed`, see _model_data)."""
     x, y, noise = _model_data(space, values, strategy, believed or {})
     ref = space.every.index(best)
-    bounds, means = _bounds(x, y, noise, space.coords, ref, strategy.confidence, strategy.likely)
-    return dict(zip(space.every, bounds, strict=True)), dict(zip(space.every, means, strict=True))
+    bound, means = gaussian_process.bounds(
+        x, y, noise, space.coords, ref, strategy.confidence, strategy.likely, strategy.diagonals
+    )
+    return dict(zip(space.every, bound, strict=True)), dict(zip(space.every, means, strict=True))
 
 
 def smoothed(
@@ -455,7 +358,7 @@ def smoothed(
     ids, x, y, noise = _fit_data(space, values, higher_is_better)
     if len(ids) < 2:
         return dict.fromkeys(ids, 0.0)
-    _, means = _bounds(x, y, noise, space.coords, 0, 0.0)
+    _, means = gaussian_process.bounds(x, y, noise, space.coords, 0, 0.0)
     every = dict(zip(space.every, means, strict=True))
     return {pid: every[pid] - every[ids[0]] for pid in ids}
 
