@@ -80,7 +80,9 @@ def _metrics(n_axes: int, diagonals: bool = True) -> tuple[Array, ...]:
     return tuple(turns)
 
 
-def _fit(xa: Array, ya: Array, noise: Array, ga: Array, ref: int, turn: Array) -> tuple[Array, ...]:
+def _fit(
+    xa: Array, ya: Array, noise: Array, ga: Array, ref: int, turn: Array
+) -> tuple[Array, Array, Array]:
     """The settings of one metric (`turn`, see _metrics), every combination of length scales,
     amplitude and misfit flattened in that order: each one's restricted log likelihood (the
     constant mean integrated out), its mean of f at every point of the grid and its variance of
