@@ -1,6 +1,7 @@
 # Two commands matter on a fresh machine:
 #   make demo   - the main job on the built-in demo host (systemd container running the SGLang emulator)
 #   make test   - the whole test suite (lint, unit tests, emulator tests, release conformance, molecule)
+# And one for every edit: make check - lint and the tests that need no container (about 2 minutes).
 SHELL := /bin/bash
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -10,7 +11,7 @@ export CONTAINERS_CONF := $(CURDIR)/tests/podman/containers.conf
 # A subset of molecule scenarios: make molecule SCENARIOS="smoke default"
 SCENARIOS ?=
 
-.PHONY: venv deps image demo demo-down test lint unit unit-parallel timing releases molecule
+.PHONY: venv deps image demo demo-down test check lint unit unit-parallel timing releases molecule
 
 deps:
 	bash scripts/install-system-deps.sh
@@ -28,6 +29,10 @@ lint: venv
 	ansible-lint
 
 unit: unit-parallel timing
+
+# Lint beside the unit tests that need no container; both always run, the failures are repeated last.
+check: venv
+	@bash scripts/check.sh
 
 unit-parallel: venv
 	pytest -m "not releases and not timing" -n 3
@@ -51,23 +56,7 @@ demo: image venv
 demo-down:
 	bash scripts/demo.sh down
 
-# Lint, unit and molecule all run even when one fails, so one CI run reports every failure. Lint
-# runs beside the unit tests (they mostly wait on servers); its output is printed after theirs.
-# The timing tests run after both, alone. CI shows only the end of the output, so the failed
-# tests' one-line summaries (pytest's "FAILED ..." lines) are printed again last.
-test: deps venv
-	@set -o pipefail; failed=""; logs=$$(mktemp -d); \
-	$(MAKE) --no-print-directory lint >"$$logs/lint" 2>&1 & lint_pid=$$!; \
-	$(MAKE) --no-print-directory unit-parallel 2>&1 | tee "$$logs/unit" || failed="$$failed unit"; \
-	wait $$lint_pid || failed="$$failed lint"; \
-	cat "$$logs/lint"; \
-	$(MAKE) --no-print-directory timing 2>&1 | tee "$$logs/timing" || failed="$$failed timing"; \
-	for target in releases molecule; do \
-	  $(MAKE) --no-print-directory $$target 2>&1 | tee "$$logs/$$target" || failed="$$failed $$target"; \
-	done; \
-	grep -h -E '^(FAILED|ERROR) ' "$$logs"/unit "$$logs"/releases 2>/dev/null; \
-	grep -h -E '^timing: ' "$$logs"/timing 2>/dev/null; \
-	grep -h -E '^molecule(-all: failed|: )' "$$logs"/molecule 2>/dev/null; \
-	rm -rf "$$logs"; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: lint, unit, timing, releases and molecule passed"
+# The whole suite: steps overlap where they wait on different things, the timing tests run alone, and
+# the end repeats every failure and prints each step's, lane's and scenario's time (scripts/test.sh).
+test:
+	@bash scripts/test.sh

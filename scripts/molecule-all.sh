@@ -122,6 +122,9 @@ PY
 # shows the head and the tail of a long log, and the failing task is usually in neither.
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
+# Each scenario's wall time and CPU seconds (scripts/timed.py), printed at the end; make test passes
+# its own file, so that its summary shows them beside the other steps.
+times=${SUITE_TIMES:-$logdir/times.jsonl}
 
 if [ -n "$needs_realhost" ]; then
   start=$SECONDS
@@ -143,19 +146,22 @@ stamp() {
 # One scenario. With one lane its output streams as it comes (STREAM=1); with several, each log is
 # printed whole when its scenario ends.
 run_scenario() {
-  local name=$1 port=$2 start=$SECONDS rc
+  local name=$1 port=$2 lane=$3 start=$SECONDS rc
   if [ -f "$logdir/$name.result" ]; then
     echo "=== $name: FAILED (its host image did not build)"
     return
   fi
   echo "=== molecule test -s $name (127.0.0.1:$port)"
   remove_instances "$name"
+  local -a timed=(python3 scripts/timed.py --log "$times" --name "$name" --lane "lane $lane"
+    --containers $(instances "$name") --)
   if [ "${STREAM:-0}" = 1 ]; then
-    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | stamp \
+    SGLANG_TESTHOST_PORT=$port "${timed[@]}" molecule test -s "$name" < /dev/null 2>&1 | stamp \
       | tee "$logdir/$name.log"
     rc=${PIPESTATUS[0]}
   else
-    SGLANG_TESTHOST_PORT=$port molecule test -s "$name" < /dev/null 2>&1 | stamp >"$logdir/$name.log"
+    SGLANG_TESTHOST_PORT=$port "${timed[@]}" molecule test -s "$name" < /dev/null 2>&1 | stamp \
+      >"$logdir/$name.log"
     rc=${PIPESTATUS[0]}
   fi
   if [ "$rc" -eq 0 ]; then
@@ -176,7 +182,7 @@ run_scenario() {
 
 if [ "$jobs" -eq 1 ]; then
   for name in ${lanes[0]}; do
-    STREAM=1 run_scenario "$name" "${ports[0]}"
+    STREAM=1 run_scenario "$name" "${ports[0]}" 1
   done
 else
   for i in "${!lanes[@]}"; do
@@ -184,7 +190,7 @@ else
   done
   for i in "${!lanes[@]}"; do
     (for name in ${lanes[$i]}; do
-      run_scenario "$name" "${ports[$i]}"
+      run_scenario "$name" "${ports[$i]}" $((i + 1))
       # Whole logs, one scenario at a time, as each ends.
       { flock 9; sed "s/^/[$name] /" "$logdir/$name.log"; } 9>"$logdir/.print.lock"
     done) &
@@ -211,6 +217,7 @@ for name in "${failed_names[@]}"; do
   grep -E '^ *[0-9]+s \[ERROR\]|CRITICAL|Executed: Failed' "$logdir/$name.log" | cut -c1-400 | head -n 8
   sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 8
 done
+[ -n "${SUITE_TIMES:-}" ] || python3 scripts/timed.py --log "$times" --summary --title "molecule times"
 [ "$failed" -gt 0 ] && echo "molecule-all: failed: ${failed_names[*]}"
 echo "molecule: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make test: the whole suite, on a fresh machine as on a developer's. Steps that wait on different
+# things overlap; steps that need the CPU to themselves do not:
+#   1. system packages, then the virtual environment
+#   2. side by side: lint, the unit tests (pytest -n 3), and the two host images (mostly downloads)
+#   3. the timing tests, alone (they compare milliseconds: scripts/timing.sh)
+#   4. side by side: the molecule lanes (scripts/molecule-all.sh) and the release conformance tests
+# Every step runs even when an earlier one failed (except what cannot: no venv, no tests), so one CI
+# run reports every failure. CI shows the end of a long log: the end repeats the failed tests' lines
+# and prints each step's, lane's and scenario's wall time and CPU seconds (scripts/timed.py).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+export SUITE_TIMES=$logs/times.jsonl
+make_() { make --no-print-directory "$@"; }
+timed() { python3 scripts/timed.py --log "$SUITE_TIMES" --name "$1" --lane "$2" -- "${@:3}"; }
+failed=""
+
+timed deps setup make_ deps || { echo "make test: the system packages did not install"; exit 1; }
+timed venv setup make_ venv || { echo "make test: the virtual environment did not build"; exit 1; }
+export PATH=$PWD/${VENV:-.venv}/bin:$PATH
+
+timed lint "side 1" make_ lint >"$logs/lint" 2>&1 &
+lint=$!
+timed images "side 2" bash -c 'bash scripts/test-image.sh && bash scripts/real-sglang-image.sh' \
+  >"$logs/images" 2>&1 &
+images=$!
+timed unit "side 3" make_ unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
+wait "$lint" || failed="$failed lint"
+wait "$images" || failed="$failed images"
+cat "$logs/lint" "$logs/images"
+
+timed timing alone make_ timing 2>&1 | tee "$logs/timing" || failed="$failed timing"
+
+# The releases' tests share the machine with the molecule lanes: most of their time is spent
+# fetching and unpacking wheels.
+timed releases "beside" pytest -m releases tests/releases >"$logs/releases" 2>&1 &
+releases=$!
+timed molecule molecule bash scripts/molecule-all.sh 2>&1 | tee "$logs/molecule" \
+  || failed="$failed molecule"
+wait "$releases" || failed="$failed releases"
+cat "$logs/releases"
+
+grep -h -E '^(FAILED|ERROR) ' "$logs"/unit "$logs"/releases 2>/dev/null
+grep -h -E '^timing: ' "$logs"/timing 2>/dev/null
+grep -h -E '^molecule(-all: failed|: )' "$logs"/molecule 2>/dev/null
+python3 scripts/timed.py --log "$SUITE_TIMES" --summary --title "make test times"
+if [ -n "$failed" ]; then
+  echo "make test: FAILED:$failed"
+  exit 1
+fi
+echo "make test: lint, unit, timing, releases and molecule passed"
