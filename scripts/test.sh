@@ -13,25 +13,25 @@ cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 export SUITE_TIMES=$logs/times.jsonl
-make_() { make --no-print-directory "$@"; }
+make_=(make --no-print-directory)
 timed() { python3 scripts/timed.py --log "$SUITE_TIMES" --name "$1" --lane "$2" -- "${@:3}"; }
 failed=""
 
-timed deps setup make_ deps || { echo "make test: the system packages did not install"; exit 1; }
-timed venv setup make_ venv || { echo "make test: the virtual environment did not build"; exit 1; }
+timed deps setup "${make_[@]}" deps || { echo "make test: the system packages did not install"; exit 1; }
+timed venv setup "${make_[@]}" venv || { echo "make test: the virtual environment did not build"; exit 1; }
 export PATH=$PWD/${VENV:-.venv}/bin:$PATH
 
-timed lint "side 1" make_ lint >"$logs/lint" 2>&1 &
+timed lint "side 1" "${make_[@]}" lint >"$logs/lint" 2>&1 &
 lint=$!
 timed images "side 2" bash -c 'bash scripts/test-image.sh && bash scripts/real-sglang-image.sh' \
   >"$logs/images" 2>&1 &
 images=$!
-timed unit "side 3" make_ unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
+timed unit "side 3" "${make_[@]}" unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
 wait "$lint" || failed="$failed lint"
 wait "$images" || failed="$failed images"
 cat "$logs/lint" "$logs/images"
 
-timed timing alone make_ timing 2>&1 | tee "$logs/timing" || failed="$failed timing"
+timed timing alone "${make_[@]}" timing 2>&1 | tee "$logs/timing" || failed="$failed timing"
 
 # The releases' tests share the machine with the molecule lanes: most of their time is spent
 # fetching and unpacking wheels.
