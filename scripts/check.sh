@@ -6,6 +6,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PWD/${VENV:-.venv}/bin:$PATH
+# The suite starts Python thousands of times (ansible-playbook and its plugins, python -m sweep and
+# bench): where the environment says not to write bytecode, every start compiled the same sources
+# again. The caches go to __pycache__ (ignored by git).
+unset PYTHONDONTWRITEBYTECODE
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 times=${SUITE_TIMES:-$logs/times.jsonl}

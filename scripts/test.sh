@@ -10,6 +10,10 @@
 # and prints each step's, lane's and scenario's wall time and CPU seconds (scripts/timed.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The suite starts Python thousands of times (ansible-playbook and its plugins, python -m sweep and
+# bench): where the environment says not to write bytecode, every start compiled the same sources
+# again. The caches go to __pycache__ (ignored by git).
+unset PYTHONDONTWRITEBYTECODE
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 export SUITE_TIMES=$logs/times.jsonl
