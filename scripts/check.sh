@@ -13,11 +13,11 @@ unset PYTHONDONTWRITEBYTECODE
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 times=${SUITE_TIMES:-$logs/times.jsonl}
-timed() { python3 scripts/timed.py --log "$times" --name "$1" --lane check -- "${@:2}"; }
+timed() { python3 scripts/timed.py --log "$times" --name "$1" --lane "$2" -- "${@:3}"; }
 failed=""
-timed lint make --no-print-directory lint >"$logs/lint" 2>&1 &
+timed lint "side 1" make --no-print-directory lint >"$logs/lint" 2>&1 &
 lint=$!
-timed unit make --no-print-directory unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
+timed unit "side 2" make --no-print-directory unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
 wait "$lint" || failed="$failed lint"
 cat "$logs/lint"
 grep -h -E '^(FAILED|ERROR) ' "$logs/unit"
