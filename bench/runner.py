@@ -317,10 +317,14 @@ def _replay(cfg: RunConfig, template: Cell, search: Search, fresh: set[str]) -> 
     """Advances `search` over the trials already recorded (all but `fresh` ones are rerun under
     --redo); returns the first trial cell left to measure, None when the search is over."""
     while (rate := search.next_rate()) is not None:
+        # A rate measured again (after a trial the client fell behind in) is the search's next
+        # repetition of that cell: its own id, clear of the other searches' (one a repetition).
+        again = search.attempts(rate)
         cell = replace(
             template,
             request_rate=rate,
             num_requests=open_loop_requests(rate, cfg.open_loop_seconds, cfg.min_requests),
+            repetition=template.repetition + again * cfg.repetitions,
         )
         redo = cfg.redo and cell.cell_id not in fresh
         if redo or not records.is_done(cfg.out, cell.cell_id, cfg.redo_failed):

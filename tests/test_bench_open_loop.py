@@ -155,3 +155,27 @@ def test_a_capacity_search_on_one_server_keeps_every_trial_and_replays_them(
     assert [(t["rate"], t["met"]) for t in again["trials"]] == [(32.0, False), (16.0, False)]
     assert again["bracket"] == [None, 16.0] and again["capacity"] is None
     assert {r["cell"]["cell_id"] for r in records.load_records(out)} == cells
+
+
+def test_a_trial_the_client_fell_behind_in_is_measured_again_as_its_next_repetition(
+    start_emulator, model_dirs, tmp_path
+):
+    """A rate whose trial the client fell behind in is measured once more, in a cell of its own
+    (the next repetition), before it becomes a ceiling; a rerun replays both without the server."""
+    emu = start_emulator(_flags(model_dirs), env=FIXED)
+    out = tmp_path / "out"
+    # a send-lag bound no client keeps: every trial is invalid
+    args = ["--output-len", "4", "--capacity", "--open-loop-seconds", "1", "--min-requests", "8",
+            "--warmup", "0", "--max-send-lag-ms", "0.000001", "--capacity-start-rate", "8",
+            "--capacity-max-trials", "3", "--slo-tpot-ms", "1e6"]  # fmt: skip
+    assert _run(emu.port, out, *args) == 0
+    (result,) = json.loads((out / "capacity.json").read_text())
+    assert [(t["rate"], t["valid"]) for t in result["trials"]] == [
+        (8.0, False), (8.0, False), (4.0, False)
+    ]  # fmt: skip
+    ids = ["ctx64-rate8-out4-random-r0", "ctx64-rate8-out4-random-r1", "ctx64-rate4-out4-random-r0"]
+    assert [t["cell_id"] for t in result["trials"]] == ids
+    assert {r["cell"]["cell_id"] for r in records.load_records(out)} == set(ids)
+    assert _run(9, out, *args) == 0  # nothing listens on port 9: all three replayed
+    (again,) = json.loads((out / "capacity.json").read_text())
+    assert again["trials"] == result["trials"]
