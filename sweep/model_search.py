@@ -53,7 +53,10 @@ run at the full bench:
   (bench/more_repetitions.py; the bench decides, sweep/plan.py hands it the rule). The model
   weighs each mean by its repetitions, so the points near the best are known better and fewer
   neighbours stay open.
-- A failed run is out (not measured again by this search in this invocation).
+- A failed run is out (not measured again by this search in this invocation), and so is every
+  point it rules out (`rules`: sweep/failures.py, a point at least as large as one that ran out
+  of memory) and every point ruled out before the search (`excluded`: failures of earlier runs
+  and sweeps). No round, the first included, picks a point ruled out.
 - `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
   it is not settled, with the largest bound and the points it would measure next. A bound below
   what the first round needs is refused (ValueError) before anything runs, and so is a grid of
@@ -121,7 +124,7 @@ A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings;
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -240,6 +243,8 @@ class ModelState(State[P]):
     warm: tuple[P, ...] = ()
     ranking: tuple[P, ...] = ()
     by_id: Mapping[str, Stats] = field(default_factory=dict)
+    # point id -> the failed point that ruled it out ("" : ruled out before the search)
+    ruled_out: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def best(self) -> P | None:
@@ -404,10 +409,12 @@ def _step(
     failed: Iterable[str],
     best: str | None,
     strategy: ModelSearch,
+    ruled: Collection[str] = (),
 ) -> _Step:
-    """What the data say: the next round's points, or that the search is over and why."""
+    """What the data say: the next round's points, or that the search is over and why. `ruled`:
+    points ruled out (never picked, and no evidence of anything)."""
     tried = {*values, *failed}
-    free = [pid for pid in space.every if pid not in tried]
+    free = [pid for pid in space.every if pid not in tried and pid not in ruled]
     if not free:
         return _Step((), 0.0, (), "settled: every point is measured")
     if best is None or len(tried) < strategy.initial or len(values) < 2:
@@ -533,10 +540,14 @@ def replay(
     measurements: Iterable[Measurement],
     strategy: ModelSearch,
     warm: Iterable[Measurement] = (),
+    excluded: Collection[str] = (),
+    rules: Callable[[str], Iterable[str]] | None = None,
 ) -> ModelState[P]:
     """The search state the recorded measurements give (see the module docstring). `warm`:
     measurements taken before the search (another sweep's, under the same identity): known from
     the first round on, never scheduled, no restart; a failed one (no values) is not known.
+    `excluded`: points ruled out before the search; `rules(point id)`: the points a failure of
+    that point rules out (sweep/failures.py), out from the round after it on.
     ValueError for a grid of one point and for a max_restarts below the first round's."""
     order = _check_points(points)
     if len(points) < 2:
@@ -555,6 +566,7 @@ def replay(
     recorded = {m.point_id: m for m in measurements if m.level == 0 and m.point_id in order}
     budget = math.inf if strategy.max_restarts is None else strategy.max_restarts
     failed: set[str] = set()
+    ruled: dict[str, str] = dict.fromkeys((pid for pid in excluded if pid in order), "")
     rounds: list[Round[P]] = []
     running: str | None = None
     used = 0
@@ -571,7 +583,15 @@ def replay(
         ranked = ranking()
         stats_now = {p.point_id: known[p.point_id] for p in ranked}
         return ModelState(
-            strategy, tuple(points), tuple(rounds), pending, verdict, warm_pts, ranked, stats_now
+            strategy,
+            tuple(points),
+            tuple(rounds),
+            pending,
+            verdict,
+            warm_pts,
+            ranked,
+            stats_now,
+            {pid: by for pid, by in ruled.items() if pid not in failed and pid not in values},
         )
 
     def consume(runs: tuple[Run[P], ...]) -> None:
@@ -581,9 +601,13 @@ def replay(
             pid = r.point.point_id
             if recorded[pid].values:
                 values[pid] = recorded[pid].values
+                ruled.pop(pid, None)  # ran before the failure that rules it out was known
             else:
                 failed.add(pid)
                 fails.append(r.point)
+                for out in rules(pid) if rules is not None else ():
+                    if out in order and out not in values and out not in failed:
+                        ruled.setdefault(out, pid)
         used += sum(r.restart for r in runs)
         running = runs[-1].point.point_id
         ranked = ranking()
@@ -595,7 +619,7 @@ def replay(
     while True:
         ranked = ranking()
         best = ranked[0].point_id if ranked else None
-        step = _step(space, values, failed, best, strategy)
+        step = _step(space, values, failed, best, strategy, ruled)
         # runs recorded that this replay did not pick (an invocation with another count of hosts
         # picked rounds of another size): measured all the same, so they join as a round of
         # their own before the search waits or ends, and no measurement is dropped
@@ -626,7 +650,16 @@ def replay(
                 else f"an unmeasured point may still beat the best{gain} by the model"
             )
             return state((), Verdict(False, step.gain, strategy.margin, step.ahead, why))
-        cands = [by_id[pid] for pid in step.picks]
+        # a run of this round that failed already rules out the round's runs not started yet
+        # (one host runs a round smallest first, in point order)
+        early: dict[str, str] = {}
+        for pid in step.picks:
+            if rules is not None and pid in recorded and not recorded[pid].values:
+                for out in rules(pid):
+                    if out in step.picks and out not in recorded:
+                        early.setdefault(out, pid)
+        ruled.update(early)
+        cands = [by_id[pid] for pid in step.picks if pid not in early]
         runs, _ = _schedule(cands, order, 0, running, budget - used, BUDGET_REASON)
         pending = tuple(r for r in runs if r.point.point_id not in recorded)
         if pending:
@@ -648,18 +681,21 @@ def search(
     strategy: ModelSearch,
     measurements: Iterable[Measurement] = (),
     warm: Iterable[Measurement] = (),
+    excluded: Collection[str] = (),
+    rules: Callable[[str], Iterable[str]] | None = None,
 ) -> tuple[ModelState[P], list[Measurement]]:
     """The whole search with `measure(point, 0) -> values` (one per repetition; []: failed),
-    continuing from `measurements`, seeded by `warm`. Returns the final state and the search's
-    own measurements (the warm ones not among them)."""
+    continuing from `measurements`, seeded by `warm`, with replay's `excluded` and `rules`.
+    Returns the final state and the search's own measurements (the warm ones not among them)."""
     recorded = list(measurements)
     seeds = list(warm)
-    state = replay(points, grid, recorded, strategy, seeds)
+    state = replay(points, grid, recorded, strategy, seeds, excluded, rules)
     while not state.done:
-        for run in state.pending:
-            values = tuple(float(v) for v in measure(run.point, run.level))
-            recorded.append(Measurement(run.point.point_id, run.level, values))
-        state = replay(points, grid, recorded, strategy, seeds)
+        # one run at a time, as one host runs them: a failure rules out the round's rest
+        run = state.pending[0]
+        values = tuple(float(v) for v in measure(run.point, run.level))
+        recorded.append(Measurement(run.point.point_id, run.level, values))
+        state = replay(points, grid, recorded, strategy, seeds, excluded, rules)
     return state, recorded
 
 
@@ -683,7 +719,18 @@ def describe(state: ModelState[P]) -> list[str]:
     verdict = state.verdict
     if state.done and verdict is not None:
         measured = set(state.by_id) | {p.point_id for rnd in state.rounds for p in rnd.failed}
-        never = [p.point_id for p in state.points if p.point_id not in measured]
+        if state.ruled_out:
+            by: dict[str, list[str]] = {}
+            for pid, src in state.ruled_out.items():
+                by.setdefault(src, []).append(pid)
+            for src, outs in by.items():
+                what = f"by the failure of {src}" if src else "by failures before the search"
+                lines.append(f"ruled out ({what}), never run: {', '.join(outs)}")
+        never = [
+            p.point_id
+            for p in state.points
+            if p.point_id not in measured and p.point_id not in state.ruled_out
+        ]
         if never:
             why = (
                 f"by the model none beats the best by more than {verdict.margin:.1%}"
