@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep import claims, layout, load, store, workload
+from sweep import claims, layout, load, store, verdicts, workload
 from sweep.inputs import read_inputs
 from sweep.params import SweepInputError
 from sweep.points import Point, pin_baselines, same_servers
@@ -49,21 +49,34 @@ class Plan:
     # a model search's runs: bench with more repetitions while the point may be the best (the
     # rule, bench/more_repetitions.py, as --more-repetitions takes it)
     more: str | None = None
+    # failures that teach (out of memory, a rejected flag) and the points they rule out
+    lessons: verdicts.Lessons = field(default_factory=verdicts.Lessons)
 
     @property
     def pending(self) -> list[Point]:
-        done = ("complete", "reused", "same")
-        return [p for p in self.points if self.status[p.point_id] not in done]
+        done = ("complete", "reused", "same", "ruled_out")
+        return [
+            p
+            for p in self.points
+            if self.status[p.point_id] not in done and p.point_id not in self.lessons.failed
+        ]
 
     def summary(self) -> str:
         complete = sum(1 for s in self.status.values() if s == "complete")
-        retries = sum(1 for s in self.status.values() if s == "failed")
+        retries = sum(
+            1 for pid, s in self.status.items() if s == "failed" and pid not in self.lessons.failed
+        )
         reused = f", {len(self.reuse)} reused from earlier sweeps" if self.reuse else ""
         if self.same:
             reused += (
                 f", {len(self.same)} the same server as another ("
                 + "; ".join(f"{p} = {rep}: {why}" for p, (rep, why) in self.same.items())
                 + ")"
+            )
+        if self.lessons.ruled or self.lessons.failed:
+            reused += (
+                f", {len(self.lessons.failed)} failed for good (out of memory or a rejected "
+                f"flag), {len(self.lessons.ruled)} ruled out by such failures"
             )
         busy = min(len(self.hosts), len(self.pending))
         if not self.pending:
@@ -206,11 +219,16 @@ def _level_plan(
         if status[pid] != "complete":
             status[pid] = "same"
     identities = store.point_identities(points, inp.capabilities, bench, inp.by_class)
+    host_classes = [inp.classes.get(h, "") for h in inp.hosts]
+    lessons = verdicts.learn(sweep_dir, points, identities, host_classes, inp.fresh, inp.started)
+    for pid in lessons.ruled:
+        if status[pid] not in ("complete", "same"):
+            status[pid] = "ruled_out"
     reuse: dict[str, Path] = {}
     if not inp.fresh:
         for p in points:
             ident = identities.get(p.point_id)
-            if status[p.point_id] not in ("complete", "same") and ident:
+            if status[p.point_id] not in ("complete", "same", "ruled_out") and ident:
                 found = store.lookup(sweep_dir.parent, ident["digest"])
                 if found is not None and found != sweep_dir / p.point_id:
                     reuse[p.point_id] = found
@@ -228,6 +246,7 @@ def _level_plan(
         reuse=reuse,
         classes=inp.classes,
         same=same,
+        lessons=lessons,
     )
 
 
@@ -265,8 +284,13 @@ def _search_plan(
     since = inp.started
     measured = search_rounds.measurements(searched, sweep_dir, strat, objective, since)
     warm = _warm_starts(inp, strat.name, sweep_dir, bench, searched, objective)
+    identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
+    host_classes = [inp.classes.get(h, "") for h in inp.hosts]
+    excluded, rules = verdicts.for_search(
+        sweep_dir, searched, identities, host_classes, inp.fresh, since
+    )
     try:
-        state = search_rounds.replay(searched, measured, strat, warm)
+        state = search_rounds.replay(searched, measured, strat, warm, excluded, rules)
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
     # warm starts not copied into the sweep yet: planned with the round, so found and copied
@@ -358,8 +382,22 @@ def record_run(plan: Plan) -> None:
             "bench": plan.bench,
             "points": known,
             "runs": runs,
+            **({"ruled_out": previous["ruled_out"]} if previous.get("ruled_out") else {}),
         },
     )
+
+
+def record_ruled(plan: Plan) -> None:
+    """sweep.json's `ruled_out`: every point a failure ruled out in any invocation, and why (the
+    report lists them); nothing is dropped but a point measured since."""
+    sweep = layout.read_sweep(plan.sweep_dir)
+    if sweep is None:
+        return
+    ruled = dict(sweep.get("ruled_out") or {})
+    ruled.update(plan.lessons.to_dict())
+    ruled = {pid: r for pid, r in ruled.items() if plan.status.get(pid) != "complete"}
+    if ruled != (sweep.get("ruled_out") or {}):
+        layout.write_sweep(plan.sweep_dir, {**sweep, "ruled_out": ruled})
 
 
 def settle_same(plan: Plan) -> list[str]:

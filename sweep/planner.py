@@ -33,7 +33,7 @@ from filelock import FileLock
 from bench.records import write_json
 from sweep import claims, layout, search_rounds
 from sweep.params import SweepInputError
-from sweep.plan import Plan, make_plan, record_run, settle_same
+from sweep.plan import Plan, make_plan, record_ruled, record_run, settle_same
 
 INPUT_FILE = "plan-input.json"
 HOSTS_DIR = ".hosts"  # <sweep>/.hosts/<host>.json: the run last handed to the host
@@ -103,6 +103,7 @@ def _record(plan: Plan) -> None:
         runs = (layout.read_sweep(p.sweep_dir) or {}).get("runs") or [{}]
         if runs[-1].get("started") != p.run_started:
             record_run(p)
+        record_ruled(p)
         settle_same(p)
     if plan.search_file is not None and plan.search is not None:
         search_rounds.write_search_file(plan.search_file, plan.search)
@@ -192,6 +193,8 @@ def next_run(sweep_dir: Path, host: str, lost: set[str] | None = None) -> dict[s
                 "claimed": "next in the plan",
                 "held": "this host's already",
                 "taken_over": f"taken over from {got.get('from')} (lost)",
+                "retried": f"tried again: it failed on {got.get('from')} for a cause that may "
+                "not recur on another host",
             }[str(got["state"])]
             if same and item is same[0] and got["state"] == "claimed":
                 why = "the configuration this host already serves"

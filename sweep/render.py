@@ -327,11 +327,13 @@ def to_markdown(
     source_table = source_table or []
     complete = sum(1 for p in points if p.status == "complete")
     failed = [p for p in points if p.status == "failed"]
+    ruled = [p for p in points if p.status == "ruled out"]
     lines = [
         f"# Sweep {name}",
         "",
         f"{complete} of {len(points)} points complete, {len(failed)} failed, "
-        f"{len(points) - complete - len(failed)} not run.",
+        + (f"{len(ruled)} ruled out by a failure, " if ruled else "")
+        + f"{len(points) - complete - len(failed) - len(ruled)} not run.",
         "",
         *_winner_lines(cells, objective),
     ]
@@ -368,17 +370,36 @@ def to_markdown(
         for p in failed:
             lines.append(
                 f"- **{p.point_id}** (attempt {p.meta.get('attempt', '?')}, "
-                f"task {p.meta.get('failed_task') or '?'}): "
+                f"task {p.meta.get('failed_task') or '?'}, "
+                f"cause: {p.meta.get('cause') or 'unknown'}"
+                + (f", after {_after(p.meta)}" if _after(p.meta) else "")
+                + "): "
                 + " / ".join(str(p.meta.get("reason", "")).splitlines()[:3])[:500]
             )
             journal = p.meta.get("journal") or []
             if journal:
                 lines += ["", "  ```", *[f"  {j}" for j in journal[-15:]], "  ```"]
+    if ruled:
+        lines += [
+            "",
+            "## Ruled out (never started)",
+            "",
+            "A failure for out of memory rules out every point at least as large on budget, "
+            "topk and window; a rejected flag, every point that renders it (sweep/failures.py).",
+            "",
+            *(f"- {p.point_id}: {p.meta.get('why')}" for p in ruled),
+        ]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     if search:
         lines += ["", *search_lines(search)]
     return "\n".join(lines) + "\n"
+
+
+def _after(meta: dict[str, Any]) -> str:
+    """How long a failed start took to fail (its load, on a real host), as a duration."""
+    wall = (meta.get("timings") or {}).get("wall_s")
+    return f"{float(wall):.0f} s" if isinstance(wall, (int, float)) and wall > 0 else ""
 
 
 def best_line(c: dict[str, Any], objective: Objective) -> str:

@@ -88,10 +88,16 @@ def load_points(sweep_dir: Path, objective: Objective | None = None) -> list[Poi
             meta,
             _cells(pdir, objective) if status == "complete" else [],
         )
+    ruled = sweep.get("ruled_out") or {}
     for pid, p in planned.items():
         if pid not in found:
+            why = ruled.get(pid)
             found[pid] = PointResult(
-                pid, "not run", p.get("server") or {}, bool(p.get("baseline")), {}
+                pid,
+                "ruled out" if why else "not run",
+                p.get("server") or {},
+                bool(p.get("baseline")),
+                dict(why or {}),
             )
     return sorted(found.values(), key=lambda p: (not p.baseline, p.point_id))
 

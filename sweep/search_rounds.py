@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,15 +130,17 @@ def replay(
     measured: list[search.Measurement],
     strat: search.Strategy,
     warm: Sequence[search.Measurement] = (),
+    excluded: Collection[str] = (),
+    rules: Callable[[str], Iterable[str]] | None = None,
 ) -> search.State[Any]:
     """The search's state; descent and the model search place the points on the grid's axes
     first (a point left out, a twin, is a hole in the grid); `warm`: the model search's warm
-    starts."""
+    starts; `excluded`, `rules`: what failures rule out (the model search's; sweep/verdicts.py)."""
     if isinstance(strat, (Descent, ModelSearch)):
         coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
         grid = descent.Grid.of(coords)
         if isinstance(strat, ModelSearch):
-            return model_search.replay(points, grid, measured, strat, warm)
+            return model_search.replay(points, grid, measured, strat, warm, excluded, rules)
         return descent.replay(points, grid, measured, strat)
     assert isinstance(strat, search.Halving)
     return search.replay(points, measured, strat)

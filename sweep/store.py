@@ -66,6 +66,19 @@ def point_identity(
     }
 
 
+def edge_identity(capabilities: dict[str, Any]) -> dict[str, Any] | None:
+    """What decides whether a configuration fits on a host, less the point's own parameters
+    (sweep/failures.py compares those): the host's identity (hardware class, build, model and
+    drafter) and the role's base configuration. None when the host published no identity."""
+    host = capabilities.get("identity")
+    config = capabilities.get("config")
+    if not host or not config:
+        return None
+    own = {v["config"] for v in role_filters().PARAMETERS.values()}
+    base = {k: v for k, v in config.items() if k not in own}
+    return {"format": IDENTITY_FORMAT, "host": host, "config": base}
+
+
 def digest(identity: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
@@ -92,7 +105,7 @@ def lookup(root: Path, key: str) -> Path | None:
     return None
 
 
-def _lock(root: Path) -> FileLock:
+def lock(root: Path) -> FileLock:
     """The store's lock: held around every read-modify-write of an index, so that hosts finishing
     points at once (one `finish-point` process each) never drop each other's entries. Readers
     need none: an index is replaced whole (write_atomic)."""
@@ -103,7 +116,7 @@ def _lock(root: Path) -> FileLock:
 def register(root: Path, key: str, point_dir: Path) -> None:
     """Adds a complete point directory to the store (idempotent)."""
     rel = os.path.relpath(point_dir, root)
-    with _lock(root):
+    with lock(root):
         entries = [e for e in _entries(root, key) if e.get("dir") != rel]
         entries.append({"dir": rel, "recorded": time.time()})
         write_atomic(_index(root, key), json.dumps(entries, indent=1) + "\n")
@@ -157,7 +170,11 @@ def point_identities(
 
     def one(p: Point, caps: dict[str, Any]) -> dict[str, Any] | None:
         ident = point_identity(p.server(), caps, bench, version, launch)
-        return None if ident is None else {**ident, "digest": digest(ident)}
+        if ident is None:
+            return None
+        edge = edge_identity(caps)
+        # the digest is the measurement's; `edge` keys the verdicts of failures (sweep/verdicts.py)
+        return {**ident, "digest": digest(ident), "edge": digest(edge) if edge else None}
 
     out: dict[str, dict[str, Any]] = {}
     for p in points:

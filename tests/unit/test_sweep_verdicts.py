@@ -1,0 +1,108 @@
+"""sweep/verdicts.py through the planner: a failure that teaches rules points out of this sweep
+and, through the store, of the next one; a failure for another cause is tried once more on
+another host and rules out nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from test_sweep_fakes import plan_input
+from test_sweep_halving import measure
+from test_sweep_store import CAPABILITIES
+
+from bench.records import write_json
+from sweep import layout, planner, report, verdicts
+
+GRID = {"budget": "8,16,32", "window": "1024,2048", "topk": "4"}
+
+
+def start(tmp: Path, name: str = "s", hosts: list[str] | None = None, **cli: Any) -> Path:
+    inp = plan_input(tmp, hosts=hosts, sweep_name=name, **{**GRID, **cli})
+    inp["server"] = CAPABILITIES
+    return Path(planner.start(inp)["root"])
+
+
+def drive(sweep_dir: Path, hosts: list[str], fails: dict[str, str]) -> list[tuple[str, str]]:
+    """Hosts take turns; a point in `fails` fails with that cause (recorded as `python -m sweep
+    fail-point` does, then remembered), the others complete. Returns (host, point) handed out."""
+    handed: list[tuple[str, str]] = []
+    for _ in range(100):
+        moved = False
+        for h in hosts:
+            a = planner.next_run(sweep_dir, h, lost=set())
+            if a["action"] != "run":
+                continue
+            item = a["item"]
+            pid = item["id"]
+            if pid in fails:
+                write_json(
+                    sweep_dir / pid / layout.FAILURE_FILE,
+                    {
+                        "status": "failed",
+                        "host": h,
+                        "cause": fails[pid],
+                        "timings": {"finished": time.time(), "wall_s": 300.0},
+                        "attempt": 1,
+                    },
+                )
+                verdicts.remember_failure(sweep_dir, {"point": item, "host": h})
+            else:
+                measure(sweep_dir, pid, 100.0)
+            handed.append((h, pid))
+            moved = True
+        if not moved:
+            return handed
+    raise AssertionError("the planner never said done")
+
+
+def test_out_of_memory_rules_out_the_larger_points_and_a_rerun_starts_none_of_them(
+    tmp_path: Path,
+) -> None:
+    d = start(tmp_path)
+    handed = drive(d, ["h1"], {"ddtree-b16-k4-w1024": "out of memory"})
+    ran = [p for _, p in handed]
+    # smaller first; the failure rules out b32-w1024, b16-w2048 and b32-w2048
+    assert ran == ["baseline", "ddtree-b8-k4-w1024", "ddtree-b16-k4-w1024", "ddtree-b8-k4-w2048"]
+    ruled = layout.read_sweep(d)["ruled_out"]
+    assert sorted(ruled) == ["ddtree-b16-k4-w2048", "ddtree-b32-k4-w1024", "ddtree-b32-k4-w2048"]
+    assert ruled["ddtree-b32-k4-w2048"]["by"] == "ddtree-b16-k4-w1024"
+    time.sleep(0.01)
+    assert drive(start(tmp_path), ["h1"], {}) == []  # the rerun: nothing to start
+    out = report.write_report(d, with_plots=False)
+    md = Path(out["report"]).read_text()
+    assert "3 ruled out by a failure" in md
+    assert (
+        "- ddtree-b32-k4-w2048: not run: at least as large as ddtree-b16-k4-w1024, which ran out "
+        "of memory" in md
+    )
+    assert "cause: out of memory, after 300 s" in md
+
+
+def test_the_store_remembers_the_verdict_for_the_next_sweep_unless_fresh(tmp_path: Path) -> None:
+    drive(start(tmp_path), ["h1"], {"ddtree-b16-k4-w1024": "out of memory"})
+    time.sleep(0.01)
+    other = [p for _, p in drive(start(tmp_path, "t"), ["h1"], {})]
+    assert other == ["baseline", "ddtree-b8-k4-w1024", "ddtree-b8-k4-w2048"]
+    assert "ddtree-b16-k4-w1024" in layout.read_sweep(tmp_path / "t")["ruled_out"]
+    time.sleep(0.01)
+    fresh = [p for _, p in drive(start(tmp_path, "u", fresh="true"), ["h1"], {})]
+    assert len(fresh) == 7
+
+
+def test_a_crash_is_tried_once_more_on_another_host_and_rules_out_nothing(tmp_path: Path) -> None:
+    d = start(tmp_path, hosts=["h1", "h2"])
+    crashed = "ddtree-b16-k4-w1024"
+    handed = drive(d, ["h1", "h2"], {crashed: "crash"})
+    tries = [h for h, p in handed if p == crashed]
+    assert len(tries) == 2 and tries[0] != tries[1]
+    assert len(handed) == 8  # every point, the crashed one twice
+    assert not (layout.read_sweep(d) or {}).get("ruled_out")
+
+
+def test_a_crash_on_the_only_host_is_not_tried_again_in_the_invocation(tmp_path: Path) -> None:
+    d = start(tmp_path)
+    handed = drive(d, ["h1"], {"ddtree-b16-k4-w1024": "readiness timeout"})
+    assert [p for _, p in handed].count("ddtree-b16-k4-w1024") == 1
+    assert len(handed) == 7
