@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -507,6 +507,7 @@ def search(
 class Cost:
     restarts: int
     seconds: float
+    failed: int = 0  # of the restarts, the starts that failed
 
 
 @dataclass(frozen=True)
@@ -517,10 +518,16 @@ class Accounting:
 
     def line(self) -> str:
         h, g = self.spent, self.grid
+        share = f" ({h.seconds / g.seconds:.0%} of the grid's time)" if g.seconds > 0 else ""
         return (
-            f"{self.name}: {h.restarts} restarts, {h.seconds:.0f} s; "
-            f"full grid would be {g.restarts} restarts, {g.seconds:.0f} s"
+            f"{self.name}: {h.restarts} restarts ({h.failed} failed), {_hours(h.seconds)}"
+            f"{share}; the full grid would be {g.restarts} restarts ({g.failed} failed), "
+            f"{_hours(g.seconds)}"
         )
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 3600 else f"{seconds:.0f} s = {seconds / 3600:.1f} h"
 
 
 def _load_of(load_seconds: Mapping[str, float] | float) -> Callable[[str], float]:
@@ -544,12 +551,16 @@ def account(
     load_seconds: Mapping[str, float] | float,
     bench_seconds: Sequence[float],
     actual: Mapping[str, float] | None = None,
+    failed: Mapping[str, float] | None = None,
+    ruled_out: Collection[str] = (),
 ) -> Accounting:
     """Restarts and seconds of the halving's runs (pending ones included) against the full grid
     (every point started once and benched at the last level). `load_seconds`: per point_id (or
     one figure for all); `bench_seconds[level]`: one point's bench at that level; `actual`: a
     last-level run's own bench seconds, where they differ from the level's (the model search's
-    runs with more repetitions)."""
+    runs with more repetitions); `failed`: the seconds to failure of each run that failed (no
+    bench: the grid would fail there too); `ruled_out`: points a failure ruled out, which the
+    grid would start and see fail (each for the median seconds to failure)."""
     if len(bench_seconds) != state.strategy.levels:
         raise ValueError(
             f"bench_seconds={list(bench_seconds)}: need one figure per level "
@@ -565,10 +576,27 @@ def account(
             return float(own[r.point.point_id])
         return bench_seconds[r.level]
 
-    halving = sum((load(r.point.point_id) if r.restart else 0.0) + bench(r) for r in runs)
-    grid = sum(load(p.point_id) + bench_seconds[-1] for p in state.points)
+    fails = dict(failed or {})
+    to_fail = statistics.median(fails.values()) if fails else 0.0
+
+    def spent(r: Run[P]) -> float:
+        if r.point.point_id in fails:
+            return fails[r.point.point_id] if r.restart else 0.0
+        return (load(r.point.point_id) if r.restart else 0.0) + bench(r)
+
+    def grid_cost(pid: str) -> float:
+        if pid in fails:
+            return fails[pid]
+        if pid in ruled_out:
+            return to_fail
+        return load(pid) + bench_seconds[-1]
+
+    failed_runs = sum(1 for r in runs if r.restart and r.point.point_id in fails)
+    grid_failed = sum(1 for p in state.points if p.point_id in fails or p.point_id in ruled_out)
     return Accounting(
-        Cost(state.restarts, halving), Cost(len(state.points), grid), state.strategy.name
+        Cost(state.restarts, sum(spent(r) for r in runs), failed_runs),
+        Cost(len(state.points), sum(grid_cost(p.point_id) for p in state.points), grid_failed),
+        state.strategy.name,
     )
 
 

@@ -265,8 +265,17 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
     loads: dict[str, float] = {}
     bench: list[list[float]] = [[] for _ in range(levels)]
     actual: dict[str, float] = {}
+    failed: dict[str, float] = {}
     for rnd in state.rounds:
+        for p in rnd.failed:  # its seconds to failure: the load it spent, on a real host
+            record = layout.read_json(
+                level_dir(sweep_dir, rnd.level, levels) / p.point_id / layout.FAILURE_FILE
+            )
+            wall = ((record or {}).get("timings") or {}).get("wall_s")
+            failed[p.point_id] = float(wall) if isinstance(wall, (int, float)) else 0.0
         for run in rnd.runs:  # a full bench taken on is at the last level, in its round
+            if run.point.point_id in failed:
+                continue
             t = _timings(level_dir(sweep_dir, run.level, levels), run.point.point_id)
             if t.get("restarted") and isinstance(t.get("load_s"), (int, float)):
                 loads.setdefault(run.point.point_id, float(t["load_s"]))
@@ -277,13 +286,13 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
         return None
     per_level = [statistics.median(b) if b else 0.0 for b in bench]
     if not isinstance(state, model_search.ModelState):
-        return search.account(state, loads, per_level)
+        return search.account(state, loads, per_level, failed=failed)
     n = {pid: state.by_id[pid].n for pid in actual if pid in state.by_id}
     fewest = min(n.values(), default=0)
     base = [actual[pid] for pid in n if n[pid] == fewest]
     if base:
         per_level[-1] = statistics.median(base)
-    return search.account(state, loads, per_level, actual)
+    return search.account(state, loads, per_level, actual, failed, tuple(state.ruled_out))
 
 
 def search_info(
@@ -372,8 +381,16 @@ def search_info(
         if acc is not None:
             info["cost"] = {
                 "line": acc.line(),
-                "search": {"restarts": acc.spent.restarts, "seconds": acc.spent.seconds},
-                "grid": {"restarts": acc.grid.restarts, "seconds": acc.grid.seconds},
+                "search": {
+                    "restarts": acc.spent.restarts,
+                    "seconds": acc.spent.seconds,
+                    "failed": acc.spent.failed,
+                },
+                "grid": {
+                    "restarts": acc.grid.restarts,
+                    "seconds": acc.grid.seconds,
+                    "failed": acc.grid.failed,
+                },
             }
     return info
 

@@ -169,8 +169,12 @@ def test_rounds_screen_every_point_then_run_the_best_and_the_baseline_in_full(
     assert info["full"] == ["ddtree-b32-k2-w2048", "ddtree-b48-k2-w2048", "ddtree-b48-k4-w2048"]
     # 4 screening starts, no second start: as many as the grid
     assert (info["restarts"], info["grid_restarts"]) == (4, 4)
-    assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0)}
-    assert info["cost"]["search"] == {"restarts": 4, "seconds": 4 * 10.0 + 4 * 5.0 + 3 * 5.0}
+    assert info["cost"]["grid"] == {"restarts": 4, "seconds": 4 * (10.0 + 5.0), "failed": 0}
+    assert info["cost"]["search"] == {
+        "restarts": 4,
+        "seconds": 4 * 10.0 + 4 * 5.0 + 3 * 5.0,
+        "failed": 0,
+    }
 
     out = write_report(final, with_plots=False)
     assert out["incomplete"] == []

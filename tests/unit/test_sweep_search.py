@@ -337,9 +337,25 @@ def test_accounting_against_the_full_grid() -> None:
     assert (acc.spent.restarts, acc.spent.seconds) == (15, halving)
     assert (acc.grid.restarts, acc.grid.seconds) == (12, 11 * 300 + 420 + 12 * 900)
     assert acc.line() == (
-        f"halving: 15 restarts, {halving} s; full grid would be 12 restarts, "
-        f"{11 * 300 + 420 + 12 * 900} s"
+        f"halving: 15 restarts (0 failed), {halving} s = 2.8 h (68% of the grid's time); the full "
+        f"grid would be 12 restarts (0 failed), {11 * 300 + 420 + 12 * 900} s = 4.0 h"
     )
+
+
+def test_accounting_charges_a_failed_start_its_seconds_to_failure_and_the_grid_every_failure() -> (
+    None
+):
+    pts = grid()
+    values = {p.point_id: [float(i), float(i)] for i, p in enumerate(pts)}
+    failing = pts[11].point_id
+    values[failing] = []
+    state, _ = search(pts, table(values), Halving(eta=3, levels=1))
+    ruled = [pts[10].point_id]  # say a failure had ruled it out: the grid would see it fail too
+    acc = account(state, 300.0, [900.0], failed={failing: 250.0}, ruled_out=ruled)
+    assert (acc.spent.restarts, acc.spent.failed) == (12, 1)
+    assert acc.spent.seconds == 11 * (300 + 900) + 250
+    assert (acc.grid.restarts, acc.grid.failed) == (12, 2)
+    assert acc.grid.seconds == 10 * (300 + 900) + 250 + 250
 
 
 def test_accounting_fills_unmeasured_loads_with_the_median_and_checks_levels() -> None:
