@@ -103,7 +103,8 @@ def line(sweep_dir: Path, point_id: str | None = None, now: float | None = None)
                 f", bench {fmt_duration(t.get('bench_s'))})"
             )
         if status == "failed":
-            what += f": {str(rec.get('reason', ''))[:120]}"
+            cause = f"{rec['cause']}: " if rec.get("cause") else ""
+            what += f": {cause}{str(rec.get('reason', ''))[:120]}"
         parts.append(what)
     parts.append(f"elapsed {fmt_duration(snap['elapsed_s'])}")
     parts.append(f"ETA {fmt_duration(snap['eta_s'])}")

@@ -13,7 +13,8 @@ from test_sweep_halving import measure
 from test_sweep_store import CAPABILITIES
 
 from bench.records import write_json
-from sweep import layout, planner, report, verdicts
+from sweep import failures, layout, planner, report, verdicts
+from sweep.points import Point
 
 GRID = {"budget": "8,16,32", "window": "1024,2048", "topk": "4"}
 
@@ -106,3 +107,53 @@ def test_a_crash_on_the_only_host_is_not_tried_again_in_the_invocation(tmp_path:
     handed = drive(d, ["h1"], {"ddtree-b16-k4-w1024": "readiness timeout"})
     assert [p for _, p in handed].count("ddtree-b16-k4-w1024") == 1
     assert len(handed) == 7
+
+
+def test_a_model_search_through_the_planner_never_starts_a_point_its_failures_rule_out(
+    tmp_path: Path,
+) -> None:
+    grid = {"budget": "8,16,32,48", "topk": "1,2,4", "window": "1024,2048,4096"}
+    inp = plan_input(tmp_path, sweep_name="m", search="model", baseline="false", **grid)
+    inp["server"] = CAPABILITIES
+    d = Path(planner.start(inp)["root"])
+
+    def too_large(pid: str) -> bool:
+        _, b, _k, w = pid.split("-")[:4]
+        return int(b[1:]) * int(w[1:]) >= 32 * 2048
+
+    fails = {}
+    handed: list[str] = []
+    for _ in range(80):
+        a = planner.next_run(d, "h1", lost=set())
+        if a["action"] != "run":
+            break
+        pid = a["item"]["id"]
+        handed.append(pid)
+        if too_large(pid):
+            fails[pid] = "out of memory"
+            write_json(
+                d / pid / layout.FAILURE_FILE,
+                {
+                    "status": "failed",
+                    "host": "h1",
+                    "cause": "out of memory",
+                    "timings": {"finished": time.time(), "wall_s": 300.0},
+                },
+            )
+        else:
+            _, b, k, w = pid.split("-")[:4]
+            measure(d, pid, 100.0 + int(b[1:]) + int(k[1:]) + int(w[1:]) / 512)
+    info = layout.read_json(d / "search.json") or {}
+    assert info.get("done"), info
+    assert fails  # the search met the edge
+
+    def point(pid: str) -> Point:
+        _, b, k, w = pid.split("-")[:4]
+        return Point("DDTREE", int(b[1:]), int(k[1:]), int(w[1:]))
+
+    failed = [pid for pid in handed if pid in fails]
+    for i, pid in enumerate(failed):
+        assert not any(failures.at_least_as_large(point(pid), point(e)) for e in failed[:i])
+    ruled = layout.read_sweep(d)["ruled_out"]
+    assert ruled and not set(ruled) & set(handed)
+    assert "failed" in info["cost"]["line"]
