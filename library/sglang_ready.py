@@ -417,6 +417,43 @@ journal:
   returned: on failure with O(unit)
   type: list
   elements: str
+cause:
+  description:
+    - Why the server did not become ready, read from RV(journal) by the classifier the sweep's
+      controller uses too (C(module_utils/sglang_failure_cause.py)). The message's
+      C(likely cause) lines come from the same needles.
+    - "V(out of memory): SGLang's C(Not enough memory. Please try to increase
+      --mem-fraction-static.), C(Loaded weights leave no GPU memory for the KV cache),
+      C(Capture cuda graph failed) with torch's C(CUDA out of memory), C(OutOfMemoryError),
+      torch's C(DefaultCPUAllocator: can't allocate memory), systemd's OOM kill."
+    - "V(rejected flag): argparse's C(unrecognized arguments), C(argument --x: invalid choice)
+      (or any other C(error: argument --x:)), C(ambiguous option), SGLang's C(Unknown
+      speculative algorithm name)."
+    - "V(crash): a traceback, a bind failure, or a unit that failed before the deadline.
+      V(readiness timeout): the deadline passed and the journal shows none of the above."
+    - Out of memory and a rejected flag beat a crash (their servers end in a traceback or an
+      exit too); a crash beats a readiness timeout.
+    - The sweep adds V(host lost) for a host that became unreachable; this module never returns
+      it.
+  returned: when the wait failed (not in check mode, nor for bad arguments or an unreadable key)
+  type: str
+  sample: out of memory
+cause_detail:
+  description:
+    - The journal line that shows RV(cause) (for a crash, the exception of the last traceback);
+      empty when no line does (a unit that failed silently, a time-out).
+  returned: when RV(cause) is
+  type: str
+  sample: "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+cause_flags:
+  description:
+    - For V(rejected flag), the flags the build refused as the journal names them (without
+      values; every alias argparse names; C(--speculative-algorithm) for an unknown algorithm);
+      empty otherwise or when none is named.
+  returned: when RV(cause) is
+  type: list
+  elements: str
+  sample: [--no-such-flag]
 """
 
 import re

@@ -1,40 +1,18 @@
 # The failure message of a server that will not become ready: the headline, the likely cause read
 # from the new invocation's journal (bind failure, rejected flag, out of memory, a traceback), then
-# the journal lines themselves.
+# the journal lines themselves. The needles are the classifier's
+# (module_utils/sglang_failure_cause.py), which also gives the failure its cause.
 # Used by library/sglang_ready.py. Runs on the target host: standard library only.
 from __future__ import annotations
 
+from ansible.module_utils.sglang_failure_cause import evidence
 from ansible.module_utils.sglang_systemd import SystemdReader
-
-_CAUSES = (
-    ("address already in use", "the port is already in use by another process (bind failed)"),
-    (
-        "unrecognized arguments",
-        "SGLang rejected a flag (wrong flag dialect for this SGLang build?)",
-    ),
-    ("out of memory", "out of memory"),
-)
 
 
 def explain_journal(lines: list[str]) -> list[str]:
-    """Lines that name the likely cause, so it stands above the raw journal text."""
-    causes: list[str] = []
-    for line in lines:
-        lowered = line.lower()
-        for needle, meaning in _CAUSES:
-            if needle in lowered:
-                causes.append(f"likely cause: {meaning}: {line.strip()}")
-    for index, line in enumerate(lines):
-        if line.lstrip().startswith("Traceback (most recent call last)"):
-            exception = next(
-                (
-                    later.strip()
-                    for later in lines[index + 1 :]
-                    if later.strip() and not later[:1].isspace() and "Traceback" not in later
-                ),
-                "(exception line not in the journal excerpt)",
-            )
-            causes.append(f"likely cause: the server raised an exception: {exception}")
+    """Lines that name the likely cause, so it stands above the raw journal text (the needles are
+    the classifier's, module_utils/sglang_failure_cause.py)."""
+    causes = [f"likely cause: {meaning}: {line}" for _, meaning, line in evidence(lines)]
     return list(dict.fromkeys(causes))
 
 

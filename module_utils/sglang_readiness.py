@@ -15,6 +15,7 @@ from ansible.module_utils.sglang_expect import (
     expect_mismatches,
     server_info_subset,
 )
+from ansible.module_utils.sglang_failure_cause import classify
 from ansible.module_utils.sglang_http import HttpClient
 from ansible.module_utils.sglang_journal import failure_message, read_journal
 from ansible.module_utils.sglang_port_owner import ProcPermissionError
@@ -359,11 +360,15 @@ class ReadinessChecker:
         since = self.started_wall - 10
         return read_journal(self.d.systemd, self.s.unit, self.watcher.new_invocations, since)
 
-    def failure(self, headline: str, unmet: Unmet | None) -> ReadinessError:
+    def failure(
+        self, headline: str, unmet: Unmet | None, timed_out: bool = False
+    ) -> ReadinessError:
         lines = self.journal()
         last = self.watcher.last if self.watcher else None
         result = self.result(last, ready=False)
         result["journal"] = lines
+        # cause, cause_detail, cause_flags: what the journal says, else crash or timeout
+        result.update(classify(lines, deadline_passed=timed_out).as_result())
         if unmet is not None:
             result["unmet"] = unmet.condition
             result["detail"] = unmet.detail
@@ -390,7 +395,7 @@ def wait_until_ready(settings: Settings, deps: Dependencies) -> dict[str, Any]:
                 f"timed out after {settings.timeout} s waiting for the SGLang server at "
                 f"{settings.url}: condition '{unmet.condition}' still unmet: {unmet.detail}"
             )
-            raise checker.failure(headline, unmet)
+            raise checker.failure(headline, unmet, timed_out=True)
         reached = CONDITIONS.index(unmet.condition)
         if reached > progress:
             progress, interval = reached, INITIAL_POLL_INTERVAL

@@ -8,6 +8,7 @@ leaves either no point directory (the point is redone) or a whole one.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import shutil
@@ -23,6 +24,8 @@ from sweep import greedy, layout, store
 
 RECORDS = "records"
 POINT_FORMAT = 1
+# The classifier sglang_ready runs on the host, standard library only: this same file, by path.
+FAILURE_CAUSE = Path(__file__).resolve().parents[1] / "module_utils" / "sglang_failure_cause.py"
 
 
 class RecordError(RuntimeError):
@@ -169,9 +172,42 @@ def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:
             "journal": journal[-200:],
             "timings": _timings(info, finished),
             "attempt": int(previous.get("attempt") or 0) + 1,
+            **failure_cause(info, journal),
         },
     )
     return path
+
+
+def failure_cause(info: dict[str, Any], journal: list[str]) -> dict[str, Any]:
+    """cause, cause_detail and, for a rejected flag, flags: sglang_ready's, which the playbook
+    passes (or its `host lost`), else the journal's by the same classifier; a failure that shows
+    nothing there (a bench error after the server was ready) is a crash."""
+    causes = failure_causes()
+    given = info.get("cause")
+    if given in causes.CAUSES:
+        found = causes.Cause(
+            str(given),
+            str(info.get("cause_detail") or ""),
+            tuple(str(f) for f in info.get("flags") or ()),
+        )
+    else:
+        found = causes.classify([str(line) for line in journal], deadline_passed=False)
+    out: dict[str, Any] = {"cause": found.cause, "cause_detail": found.detail[:1000]}
+    if found.cause == causes.REJECTED_FLAG:
+        out["flags"] = list(found.flags)
+    return out
+
+
+@functools.cache
+def failure_causes() -> Any:
+    """module_utils/sglang_failure_cause.py, loaded once (no ansible import in it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sglang_failure_cause", FAILURE_CAUSE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_info(text: str) -> dict[str, Any]:

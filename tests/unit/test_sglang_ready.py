@@ -350,6 +350,7 @@ def test_crash_while_loading_fails_at_once_with_the_traceback(
     assert "likely cause: the server raised an exception: ValueError: drafter block" in run.msg
     assert TRACEBACK[-1] in run.msg.splitlines()  # the raw journal lines are there too
     assert run.result["journal"] == TRACEBACK
+    assert (run.result["cause"], run.result["cause_detail"]) == ("crash", TRACEBACK[-1])
     assert run.systemd.journal_calls[-1][:2] == (UNIT, ["new-inv"])
     assert server.paths("POST") == []
 
@@ -373,6 +374,31 @@ def test_wrong_flag_for_the_dialect_fails_at_once_in_auto_restart(
     assert "SubState=auto-restart" in run.msg and "ExecMainStatus=2" in run.msg
     assert "likely cause: SGLang rejected a flag" in run.msg
     assert "unrecognized arguments: --speculative-dflash-draft-window-size 2048" in run.msg
+    assert run.result["cause"] == "rejected flag"
+    assert run.result["cause_flags"] == ["--speculative-dflash-draft-window-size"]
+
+
+def test_the_real_servers_out_of_memory_is_the_cause_not_its_traceback(
+    host: FakeHost, server: ScriptedServer
+) -> None:
+    """The real SGLang 0.5.23 on CPU with --max-total-tokens 0: its scheduler raises after the
+    weights load (tests/fixtures/real_sglang/0.5.23/failures.json) and the unit fails."""
+    real = json.loads(
+        (Path(__file__).parents[1] / "fixtures/real_sglang/0.5.23/failures.json").read_text()
+    )
+    old_server_draining(host, exits_at=1.0)
+    new_server(host, starts=1.05)
+    host.journal = real["out_of_memory"][-40:]
+    host.at(3.0, lambda: crash(host, 200, status=1))
+
+    run = run_module(restart_args(server, timeout=1800), host, server)
+
+    assert run.failed and run.clock.now <= 3.5
+    not_enough = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    assert run.result["cause"] == "out of memory"
+    assert run.result["cause_detail"] == not_enough
+    assert run.result["cause_flags"] == []
+    assert f"likely cause: out of memory: {not_enough}" in run.msg.splitlines()
 
 
 def test_crash_loop_rising_nrestarts_fails(host: FakeHost, server: ScriptedServer) -> None:
@@ -534,6 +560,7 @@ def test_bind_failure_reports_address_in_use(host: FakeHost, server: ScriptedSer
 
     assert run.failed
     assert "likely cause: the port is already in use by another process" in run.msg
+    assert run.result["cause"] == "crash"
     assert run.clock.now <= 4.5
 
 
@@ -570,6 +597,7 @@ def test_timeout_names_the_unmet_condition_and_the_last_observation(
     assert "condition 'config_matched' still unmet" in run.msg
     assert "speculative_num_draft_tokens is 8, expected '16'" in run.msg
     assert "The server is fired up" in run.msg  # journal lines come with a time-out too
+    assert (run.result["cause"], run.result["cause_detail"]) == ("readiness timeout", "")
     assert 3.0 <= run.result["elapsed"] <= 3.0 + 1e-6
 
 
