@@ -5,15 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import sysconfig
 import time
 from typing import Any
 
+from . import memory_model
 from .api import WARMUP_HEADER, Emulator
 from .http import bind_socket, serve_connection
 from .logs import log
 from .phases import Phase
+from .settings import Settings
 
 SHARDS = 8
 DEFAULT_CONTEXT_LENGTH = 32768
@@ -33,10 +38,64 @@ def _read_model_config(path: str) -> dict[str, Any]:
         return dict(json.load(f))
 
 
+def gpu_memory_gb(settings: Settings) -> float:
+    """One card's memory (GiB): SGLANG_EMU_GPU_MEMORY_GB, else the smallest memory.total that
+    nvidia-smi reports (a test host's fake one answers for its hardware class), else an H200's."""
+    if settings.gpu_memory_gb is not None:
+        return settings.gpu_memory_gb
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout
+            mib = [float(line.split()[0]) for line in out.splitlines() if line.strip()]
+            if mib:
+                return min(mib) / 1024
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            pass
+    return memory_model.DEFAULT_GPU_MEMORY_GB
+
+
+def memory_verdict(emu: Emulator) -> memory_model.MemoryVerdict:
+    s = emu.settings
+    inputs = memory_model.MemoryInputs.from_args(
+        emu.args,
+        gpu_memory_gb=gpu_memory_gb(s),
+        model_gb=s.model_gb,
+        ddtree_max_topk=s.ddtree_max_topk,
+    )
+    return memory_model.memory_verdict(inputs)
+
+
+def die_out_of_memory(emu: Emulator, verdict: memory_model.MemoryVerdict) -> None:
+    """As SGLang 0.5.23 ends: the scheduler logs its exception (managers/scheduler.py:6372, one
+    logging record: the first line stamped, the traceback's lines as they are) and SIGQUITs the
+    launcher, whose handler (entrypoints/engine.py:1976-1980) logs and kills its process tree,
+    itself included (utils/common.py:2523, SIGKILL: status -9, 137 from a shell)."""
+    site = sysconfig.get_paths()["purelib"]
+    mfs = float(emu.args.get("mem_fraction_static") or 0.88)
+    text = memory_model.failure_traceback(verdict, mfs, site)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    sys.stderr.write(f"[{stamp}] Scheduler hit an exception: {text}\n")
+    sys.stderr.flush()
+    log("Received sigquit from a child process. It usually means the child failed.")
+    pid = os.getpid()
+    log(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}")
+    os.kill(pid, signal.SIGKILL)
+
+
 def load(emu: Emulator) -> None:
-    """The loading phase: the port is not bound; SGLang logs weight loading and graph capture."""
+    """The loading phase: the port is not bound; SGLang logs weight loading and graph capture.
+    A configuration over the card's memory (memory_model.py) fails as SGLang does: after the
+    weights load (KV pool), or after the graph capture time (CUDA graphs)."""
     s, args = emu.settings, emu.args
     t0 = time.monotonic()
+    mem = memory_verdict(emu)
     weights_s, graph_s = 0.7 * s.load_seconds, 0.3 * s.load_seconds
     emu.model_config = _read_model_config(str(args["model_path"]))
     # SGLang keeps server_args.context_length as given (null in /server_info when unset) and
@@ -44,7 +103,7 @@ def load(emu: Emulator) -> None:
     emu.model_context_length = int(
         emu.model_config.get("max_position_embeddings") or DEFAULT_CONTEXT_LENGTH
     )
-    log("Load weight begin. avail mem=139.52 GB")
+    log(f"Load weight begin. avail mem={mem.pre_gb:.2f} GB")
     for i in range(SHARDS + 1):
         pct = 100 * i // SHARDS
         log(f"Loading safetensors checkpoint shards: {pct:3d}% Completed | {i}/{SHARDS}")
@@ -52,25 +111,35 @@ def load(emu: Emulator) -> None:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         if i < SHARDS:
             time.sleep(weights_s / SHARDS)
+    after_target = mem.pre_gb - mem.target_weights_gb
     log(
-        "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=66.02 GB, "
-        "mem usage=73.50 GB."
+        "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, "
+        f"avail mem={after_target:.2f} GB, mem usage={mem.target_weights_gb:.2f} GB."
     )
     draft = args.get("speculative_draft_model_path")
     if args.get("speculative_algorithm") and draft:
         if not os.path.isdir(draft):
             raise OSError(f"Can't load the configuration of '{draft}'.")
-        log(f"Load weight begin (draft model {draft}). avail mem=66.02 GB")
-        log("Load weight end (draft model). mem usage=1.90 GB.")
+        log(f"Load weight begin (draft model {draft}). avail mem={after_target:.2f} GB")
+        log(f"Load weight end (draft model). mem usage={mem.draft_weights_gb:.2f} GB.")
     load_weight = time.monotonic() - t0
-    log("KV Cache is allocated. #tokens: 1000000, KV size: 40.20 GB")
-    log("Capture cuda graph begin. This can take up to several minutes. avail mem=24.10 GB")
+    if mem.kind in ("weights", "kv_pool"):
+        time.sleep(graph_s)  # the rest of the load time: the failure comes at its end
+        die_out_of_memory(emu, mem)
+    log(f"KV Cache is allocated. #tokens: {mem.kv_tokens}, KV size: {mem.kv_pool_gb:.2f} GB")
+    before_graphs = mem.pre_gb - mem.weights_gb - mem.kv_pool_gb
+    log(
+        "Capture cuda graph begin. This can take up to several minutes. "
+        f"avail mem={before_graphs:.2f} GB"
+    )
     t1 = time.monotonic()
     time.sleep(graph_s)
     graph = time.monotonic() - t1
+    if mem.kind == "cuda_graph":
+        die_out_of_memory(emu, mem)
     log(
-        f"Capture cuda graph end. Time elapsed: {graph:.2f} s. mem usage=3.20 GB. "
-        "avail mem=20.90 GB."
+        f"Capture cuda graph end. Time elapsed: {graph:.2f} s. mem usage={mem.graphs_gb:.2f} GB. "
+        f"avail mem={before_graphs - mem.graphs_gb:.2f} GB."
     )
     emu.startup_time = {
         "load_weight": load_weight,

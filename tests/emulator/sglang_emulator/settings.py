@@ -18,6 +18,13 @@ def _opt_float(env: dict[str, str], name: str) -> float | None:
     return float(raw) if raw else None
 
 
+def _positive(env: dict[str, str], name: str) -> float | None:
+    value = _opt_float(env, name)
+    if value is not None and value <= 0:
+        raise ValueError(f"{name}: {value} is not a positive number of GB")
+    return value
+
+
 def _fraction(env: dict[str, str], name: str) -> float:
     value = _float(env, name, 0.0)
     if not 0.0 <= value <= 1.0:
@@ -97,6 +104,11 @@ class Settings:
     # SGLANG_DDTREE_MAX_TOPK: the DDTree fork's cap on the tree width (an environment variable
     # only, never a server argument, so /server_info does not show it).
     ddtree_max_topk: int = 6
+    # The memory model (memory_model.py): SGLANG_EMU_GPU_MEMORY_GB, one card's memory in GiB
+    # (None: nvidia-smi's memory.total where there is one, else an H200's), and
+    # SGLANG_EMU_MODEL_GB, the emulated target's weights in GiB, split over --tp-size cards.
+    gpu_memory_gb: float | None = None
+    model_gb: float = 64.0
 
     @property
     def version_string(self) -> str:
@@ -140,4 +152,6 @@ class Settings:
             health_endpoint_generation=health_gen,
             health_endpoint_generation_warning=health_gen_warning,
             ddtree_max_topk=int(_float(e, "SGLANG_DDTREE_MAX_TOPK", 6)),
+            gpu_memory_gb=_positive(e, "SGLANG_EMU_GPU_MEMORY_GB"),
+            model_gb=_float(e, "SGLANG_EMU_MODEL_GB", 64.0),
         )
