@@ -9,24 +9,47 @@ point measured (log values: a sum of squares and its degrees of freedom). After 
 repetitions the bench adds as many again (new prompts: each repetition has its own seed) while
 both hold:
 
-- the point may still be the best: its mean is within z (2) sd of a difference from the best's,
+- the point can still change the answer: it may beat the best by more than the tie margin
+  (`margin`, 2 %), its mean + z (2) sd of a difference from the best's above the best's by more
+  than the margin,
 
-      s * (mean log of this point) >= s * log(best) - z * sqrt(var / n + var / n_best)
+      s * (mean log of this point - log(best)) + z * sqrt(var / n + var / n_best) > log(1 + margin)
 
   with s = 1 when higher is better (-1 for TPOT), n this point's repetitions so far and var the
-  pooled variance of one repetition including this point's; or it is ahead of the best; or no
-  point was measured before it (`best` null: it is the best so far);
-- its repetitions are fewer than the noise needs to tell the tie margin (`margin`, 2 %):
-  n < 2 * (z * sqrt(var) / margin) ** 2, the count at which the z-sd band of a difference of two
-  such means is the margin: about 8 at 2 % noise; at 5 % about 50, so the cap stops it first.
-  A single repetition shows no spread: then only the cap stops it.
+  pooled variance of one repetition including this point's; or no point was measured before it
+  (`best` null: it is the best so far). Behind the best, a point that cannot beat it by more
+  than the margin cannot change the answer (within the margin); ahead of it or level, a point
+  whose band reaches no further than the margin is a tie with it within the margin, which more
+  repetitions cannot move out (the tie is called: either answer is within the margin of the
+  other). Without a spread measured (var 0) the bar is the best itself: only a point ahead goes
+  on;
+- its repetitions are fewer than the noise needs to tell the tie margin: n < 2 * (z *
+  sqrt(var) / margin) ** 2, the count at which the z-sd band of a difference of two such means is
+  the margin: about 8 at 2 % noise; at 5 % about 50, so the cap stops it first. A single
+  repetition shows no spread: then only the cap stops it.
 
-It stops at `max_repetitions` (48) in any case: at 24 two contenders 2 to 3.4 % apart at 5 %
-noise, both run to the cap, swapped on 9 of 600 generated surfaces (benchmarks/README.md, "The
-answer's neighbours, and 48 repetitions"). Decided after each batch from the records on
+It stops at `max_repetitions` (32) in any case. Decided after each batch from the records on
 disk (bench/objective.py run_values), and written to more.json beside them.
 
-Why these figures: benchmarks/search_surfaces.py (benchmarks/README.md, "More repetitions").
+Before the run's own repetitions are all done, MoreRule.first says whether the FIRST one
+already puts the point clearly out, the run to stop there (no more repetitions on that server):
+
+      s * log(value) < s * log(best) + log(1 - margin) - out_z * sqrt(var * (1 + 1 / n_best))
+
+with var the pooled variance of one repetition of the points measured before (ss / df), only
+with at least `out_df` (6) degrees of freedom in it (never for the first points measured, never
+while the noise is unknown), out_z 4: a value more than 4 sd of the difference of one
+repetition and the best's mean beyond the margin below the best. At 2 % noise and a best of 9
+repetitions that is about 10 % below the best; at 5 % and a best of 32, about 20 %. The bench's
+runner is to ask it after the first repetition's cells (bench/runner.py run_benchmark: not wired
+there yet); benchmarks/search_surfaces.py adaptive() does.
+
+Why these figures: benchmarks/search_surfaces.py (benchmarks/README.md, "More repetitions" and
+"An edge, two more families and the time", 2026-12-05: up to 48 repetitions and the old bar
+(within 2 sd of the best, or ahead) cost a median of 65 to 89 % of the full grid's time at 5 %
+noise on seed 1; with the bar above, the first repetition's stop and the cap at 32, 47 to 59 %
+(the edge 69 %), the answers as good, and 47 to 78 % over seeds 1 to 5; at 24 and 12 two peaks,
+the narrow peaks and the edge lost answers at 5 % noise).
 """
 
 from __future__ import annotations
@@ -41,7 +64,9 @@ from bench.errors import BadArguments
 from bench.objective import HIGHER_IS_BETTER
 
 Z = 2.0
-MAX_REPETITIONS = 48  # the default cap: sixteen times a sweep's usual three
+OUT_Z = 4.0  # the first repetition is clearly out this many sd below the margin under the best
+OUT_DF = 6  # ... judged only with this many degrees of freedom of pooled noise, or more
+MAX_REPETITIONS = 32  # the default cap: about ten times a sweep's usual three
 MARGIN = 0.02  # the tie margin, the model search's default too (sweep/model_search.py)
 MORE_FILE = "more.json"
 
@@ -82,6 +107,8 @@ class MoreRule:
     slo_tpot_ms: float | None = None
     z: float = Z
     margin: float = MARGIN
+    out_z: float = OUT_Z
+    out_df: int = OUT_DF
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> BadArguments:
@@ -116,6 +143,10 @@ class MoreRule:
             raise bad("z", "must be a positive number")
         if not number(self.margin) or not 0 < self.margin < 1:
             raise bad("margin", "must be a fraction in (0, 1) (0.02: 2 %)")
+        if not number(self.out_z) or self.out_z <= 0:
+            raise bad("out_z", "must be a positive number")
+        if not integer(self.out_df) or self.out_df < 1:
+            raise bad("out_df", "must be an integer >= 1")
 
     @classmethod
     def from_json(cls, text: str) -> MoreRule:
@@ -165,18 +196,76 @@ class MoreRule:
             return Step(n, geo, None, True, "the first point measured (the best so far): more")
         sd = math.sqrt(var / n + var / self.best_repetitions)
         sign = 1.0 if HIGHER_IS_BETTER[self.objective] else -1.0
-        bar_log = math.log(self.best) - sign * self.z * sd
-        close = sign * mean >= sign * bar_log
+        gap = sign * (mean - math.log(self.best))  # > 0: ahead of the best
+        # the point may beat the best by more than the margin (gap + z sd above it); without
+        # a spread measured, while it is ahead
+        slack = math.log1p(self.margin) if var > 0 else 0.0
+        bar_log = math.log(self.best) + sign * (slack - self.z * sd)
+        close = gap + self.z * sd > slack
         bar = math.exp(bar_log)
-        if not close:
+        if not close and gap + self.z * sd < 0:
             why = f"behind the best ({self.best:.4g}) by more than {self.z:g} sd"
+        elif not close and gap < 0:
+            why = (
+                f"cannot beat the best ({self.best:.4g}) by more than {self.margin:.0%} "
+                f"(at {self.z:g} sd): it cannot change the answer"
+            )
+        elif not close:
+            why = (
+                f"a tie with the best ({self.best:.4g}) within {self.margin:.0%} (at {self.z:g} "
+                "sd): more repetitions cannot move it out"
+            )
         elif n >= need:
-            why = f"may be the best, but {enough}: enough"
+            why = f"may beat the best by more than {self.margin:.0%}, but {enough}: enough"
         elif n >= self.max_repetitions:
-            why = f"may be the best, but max_repetitions ({self.max_repetitions}) reached"
+            why = (
+                f"may beat the best by more than {self.margin:.0%}, but max_repetitions "
+                f"({self.max_repetitions}) reached"
+            )
         else:
-            why = f"within {self.z:g} sd of the best ({self.best:.4g}) or ahead: more"
+            why = (
+                f"may beat the best ({self.best:.4g}) by more than {self.margin:.0%} (at "
+                f"{self.z:g} sd): more"
+            )
         return Step(n, geo, bar, close and n < min(need, self.max_repetitions), why)
+
+    def first(self, values: Sequence[float]) -> Step:
+        """After the run's FIRST repetition (`values`: its value; more are ignored): whether the
+        bench goes on with its own repetitions (more) or stops there, the point clearly out: its
+        value below the best's geometric mean less the margin by more than `out_z` sd of the
+        difference of one repetition and the best's mean,
+
+            s * log(value) < s * log(best) + log(1 - margin) - out_z * sqrt(var * (1 + 1 / n_best))
+
+        with var the pooled variance of one repetition (logs) of the points measured before. Only
+        with a best and at least `out_df` degrees of freedom in that noise (never for the first
+        points measured, never while the noise is unknown); a value at or below 0 is not judged."""
+        if not values or values[0] <= 0:
+            return Step(
+                len(values[:1]), 0.0, self.best, True, "no value to judge: the bench goes on"
+            )
+        x = math.log(values[0])
+        geo = values[0]
+        if self.best is None:
+            return Step(1, geo, None, True, "the first point measured: the bench goes on")
+        if self.df < self.out_df:
+            why = (
+                f"the noise is not known well enough ({self.df} degrees of freedom, "
+                f"{self.out_df} needed): the bench goes on"
+            )
+            return Step(1, geo, None, True, why)
+        var = self.ss / self.df
+        sign = 1.0 if HIGHER_IS_BETTER[self.objective] else -1.0
+        sd = math.sqrt(var * (1.0 + 1.0 / self.best_repetitions))
+        bar_log = math.log(self.best) + sign * (math.log1p(-self.margin) - self.out_z * sd)
+        bar = math.exp(bar_log)
+        if sign * x < sign * bar_log:
+            why = (
+                f"clearly out: its first repetition ({geo:.4g}) is more than {self.out_z:g} sd "
+                f"beyond {self.margin:.0%} behind the best ({self.best:.4g}): no more"
+            )
+            return Step(1, geo, bar, False, why)
+        return Step(1, geo, bar, True, "not clearly out after one repetition: the bench goes on")
 
     def record(self, steps: Sequence[Step]) -> dict[str, Any]:
         """more.json: the rule and every decision."""

@@ -12,9 +12,12 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --no-neighbours  # without the best's neighbours
     .venv/bin/python benchmarks/search_surfaces.py --no-diagonals  # the model's scales on the axes
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
+    .venv/bin/python benchmarks/search_surfaces.py --load-seconds 360 --rep-seconds 60  # the costs
+    .venv/bin/python benchmarks/search_surfaces.py --classes edge,narrow --noises 0.05  # a subset
+    .venv/bin/python benchmarks/search_surfaces.py --first-out 0  # no stop after one repetition
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
-points. Four classes of surface (the log objective as a function of log budget, topk and log
+points. Seven classes of surface (the log objective as a function of log budget, topk and log
 window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
 
 - independent: one concave curve per parameter, its peak inside the range or past an end;
@@ -25,11 +28,34 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
   same_servers), the grid and both searches count them once; above it a tree adds a gain (or a
   loss) that grows with the budget, best at a width that grows with it too;
 - two-peaks: two separate bumps over a floor, the lower 60-100 % of the higher, each a local best
-  of the grid (one step along one axis leads nowhere higher).
+  of the grid (one step along one axis leads nowhere higher);
+- narrow: peaks of random width: a broad bump (0.3 to 1 of each axis) and a narrow one 0.5 to 1.2
+  grid steps wide, centred on a grid point, 0.8 to 1.25 times its height;
+- anisotropic: one bump on a LINEAR budget axis, turned at random in the three axes, its widths
+  0.12 to 1.5 (up to ten times apart), plus a gentle tilt;
+- edge: a surface that peaks late (concave curves peaking at 0.4 to 1.6 of each axis), a ridge
+  or two peaks, and an edge: every point whose memory proxy budget * (1 + c * topk) * window ** a
+  (c 0.1 to 1, a 0.3 to 1.2) is in the top 10 to 50 % of the grid fails to start (an upper set
+  in the three axes: `failing`); its measurement is [] (a failed start), and the searches are
+  judged against the best point that can run. The model search gets sweep/failures.py
+  dominated as `rules` (what a failure rules out) and `sizes` (which points are at least as
+  large), as the sweep hands it every failure out of memory; every class gets them (no other
+  class fails).
 
 Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
 repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point
-(the grid and both searches see the same draws). The grid's answer is its best mean.
+(the grid and both searches see the same draws). The grid's answer is its best mean. The model
+search measures as the sweep does (adaptive()): one repetition, then, unless it is clearly out
+(bench/more_repetitions.py MoreRule.first), the rest, then more while the rule says so.
+
+The cost model (`--load-seconds`, 360; `--rep-seconds`, 60): a start costs a load, a failed
+start too (its seconds to failure), a repetition its bench. The full grid starts every point,
+failures included, with three repetitions each. A second table gives, per class and noise, for
+the grid, descent and the model search, the time as a share of the grid's (median / max), the
+starts (median / max share), the failed starts (median / max) and the answers within 2 % of the
+best point that can run, and whether the model search meets the targets (within 2 % on all but
+1 in 30; time median at most 30 % of the grid's at 2 % noise and 65 % at 5 %; failed starts
+median at most 2 and max at most 4).
 
 Per class and noise the table gives, for descent and the model search: the restarts (median and
 max, as a share of the grid's restarts: one per distinct server), how often the answer is within
@@ -64,7 +90,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import descent, model_search
+from sweep import descent, failures, model_search
 from sweep.points import Point
 from sweep.search import Measurement
 from sweep.stats import compare_repetitions
@@ -73,7 +99,7 @@ BUDGETS = (8, 16, 32, 48, 64, 96)
 TOPKS = (1, 2, 4, 6)
 WINDOWS = (1024, 2048, 4096)
 REPS = 3
-CLASSES = ("independent", "ridge", "plateau", "two-peaks")
+CLASSES = ("independent", "ridge", "plateau", "two-peaks", "narrow", "anisotropic", "edge")
 NOISES = (0.02, 0.05)
 WITHIN = 0.02  # an answer within 2 % of the true best counts as found
 
@@ -198,7 +224,105 @@ def _local_bests(f: Surface, axis: str = "log") -> int:
     return count
 
 
-MAKERS = {"independent": independent, "ridge": ridge, "plateau": plateau, "two-peaks": two_peaks}
+def _steps(axis: str) -> tuple[float, float, float]:
+    """The median step of each axis on the [0, 1] scale of the surfaces (budget, topk, window)."""
+    bs = [_budget_at(b, axis) for b in BUDGETS]
+    ks = [(k - TOPKS[0]) / (TOPKS[-1] - TOPKS[0]) for k in TOPKS]
+    return (
+        float(np.median(np.diff(bs))),
+        float(np.median(np.diff(ks))),
+        0.5,  # three windows, a doubling each
+    )
+
+
+def narrow(rng: np.random.Generator, axis: str = "log") -> Surface:
+    """Peaks of random width: a broad bump (width 0.3 to 1 of each axis) and a narrow one about
+    one grid step wide (0.5 to 1.2 steps, its centre on a grid point), 0.8 to 1.25 times its
+    height, over a floor: either may be the best, and the narrow one is what a smooth model of
+    the points around it does not see."""
+    tb, tk, tw = _steps(axis)
+    pts = grid_points()
+    c1 = rng.uniform(0, 1, 3)
+    s1 = rng.uniform(0.3, 1.0, 3)
+    c2 = np.array(_t(pts[int(rng.integers(len(pts)))], axis))
+    s2 = np.array([tb, tk, tw]) * rng.uniform(0.5, 1.2, 3)
+    h2, floor = rng.uniform(0.8, 1.25), rng.uniform(0.1, 0.3)
+
+    def f(b: float, k: float, w: float) -> float:
+        x = np.array([b, k, w])
+        g1 = math.exp(-0.5 * float(np.sum(((x - c1) / s1) ** 2)))
+        g2 = h2 * math.exp(-0.5 * float(np.sum(((x - c2) / s2) ** 2)))
+        return math.log(floor + g1 + g2)
+
+    return f
+
+
+def _linear(b: float, axis: str) -> float:
+    """A budget's position on the linear scale, from its position on `axis`'s."""
+    if axis == "linear":
+        return b
+    grown = BUDGETS[0] * float((BUDGETS[-1] / BUDGETS[0]) ** b)
+    return (grown - BUDGETS[0]) / (BUDGETS[-1] - BUDGETS[0])
+
+
+def anisotropic(rng: np.random.Generator, axis: str = "log") -> Surface:
+    """One bump on a LINEAR budget axis (whatever `--budget-axis`: 8 to 16 is a small step,
+    48 to 96 a large one), turned at random in the three axes, its widths 0.12 to 1.5 apart by
+    up to ten times (long along one direction, short across another), plus a gentle tilt."""
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    widths = np.exp(rng.uniform(math.log(0.12), math.log(1.5), 3))
+    prec = q @ np.diag(1.0 / widths**2) @ q.T
+    mid = rng.uniform(-0.1, 1.1, 3)
+    tilt = rng.uniform(-0.3, 0.3, 3)
+
+    def f(b: float, k: float, w: float) -> float:
+        x = np.array([_linear(b, axis), k, w])
+        d = x - mid
+        return -0.5 * float(d @ prec @ d) + float(tilt @ x)
+
+    return f
+
+
+def edge_base(rng: np.random.Generator, axis: str = "log") -> Surface:
+    """The objective of an edge surface before the edge: concave curves that peak late (at
+    0.4 to 1.6 of each axis: a bigger tree pays until memory runs out), a ridge, or two peaks."""
+    which = int(rng.integers(3))
+    if which == 1:
+        return ridge(rng, axis)
+    if which == 2:
+        return two_peaks(rng, axis)
+    mid = rng.uniform(0.4, 1.6, 3)
+    curve = rng.uniform([0.3, 0.2, 0.05], [1.5, 1.2, 0.5])
+    return lambda b, k, w: -float(curve @ (np.array([b, k, w]) - mid) ** 2)
+
+
+MAKERS = {
+    "independent": independent,
+    "ridge": ridge,
+    "plateau": plateau,
+    "two-peaks": two_peaks,
+    "narrow": narrow,
+    "anisotropic": anisotropic,
+    "edge": edge_base,
+}
+
+
+def failing(kind: str, index: int, seed: int) -> frozenset[str]:
+    """The points whose start fails (out of memory) on an edge surface (none on the others):
+    every point past a random budget x topk x window edge, an upper set in the three axes. The
+    memory proxy budget * (1 + c * topk) * window ** a (c 0.1 to 1, a 0.3 to 1.2) rises along
+    each axis; the points above its quantile 1 - f fail, f 10 to 50 % of the grid."""
+    if kind != "edge":
+        return frozenset()
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, 99])
+    c, a, frac = rng.uniform(0.1, 1.0), rng.uniform(0.3, 1.2), rng.uniform(0.1, 0.5)
+    pts = grid_points()
+    size = {
+        p.point_id: math.log(p.budget) + math.log1p(c * p.topk) + a * math.log(p.window)
+        for p in pts
+    }
+    ranked = sorted(size, key=lambda pid: -size[pid])
+    return frozenset(ranked[: max(1, round(frac * len(pts)))])
 
 
 def grid_points() -> list[Point]:
@@ -236,6 +360,12 @@ class Outcome:
     # best (on a tie the operator is handed both)
     called: bool | None = None
     runner: float | None = None
+    # the cost model (--load-seconds, --rep-seconds): every start a load, a failed one too (its
+    # seconds to failure), every repetition a bench; and the grid's, every point started
+    time: float | None = None
+    grid_time: float | None = None
+    fails: int = 0  # failed starts
+    first_out: int = 0  # runs stopped after their first repetition (clearly out)
 
 
 def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, float]:
@@ -250,14 +380,22 @@ def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, floa
 
 
 def noisy(
-    kind: str, index: int, seed: int, noise: float, true: dict[str, float]
+    kind: str,
+    index: int,
+    seed: int,
+    noise: float,
+    true: dict[str, float],
+    fails: frozenset[str] = frozenset(),
 ) -> Callable[[Point, int], list[float]]:
     """The measurement: REPS values, each the true value times 1 + noise x a standard normal,
-    drawn once per point (every search sees the same draws)."""
+    drawn once per point (every search sees the same draws); [] for a point in `fails` (a failed
+    start)."""
     rng = np.random.default_rng([seed, CLASSES.index(kind), index, round(noise * 1000)])
     draws = {pid: 1.0 + noise * rng.standard_normal(REPS) for pid in sorted(true)}
 
     def measure(p: Point, level: int) -> list[float]:
+        if p.point_id in fails:
+            return []
         return [true[p.point_id] * float(d) for d in draws[p.point_id]]
 
     return measure
@@ -335,22 +473,28 @@ def adaptive(
     measure: Callable[[Point, int], list[float]],
     strategy: model_search.ModelSearch,
     stream: int = 13,
+    out_z: float = more_repetitions.OUT_Z,
 ) -> tuple[Callable[[Point, int], list[float]], dict[str, list[float]]]:
-    """What the sweep's model search measures: after a point's REPS repetitions, REPS more
-    (fresh draws, the server still up: no restart) while bench/more_repetitions.py's rule, with
-    what was measured so far (the best mean, the pooled noise; the first point: none), says so,
-    up to the strategy's max_repetitions in all (at or below REPS: none). Returns the measurement
-    and what it measured (repetitions by point). A point's extra draws are its own (seeded by the
-    point, not by the order it came in), so that two settings compared on a surface differ by
-    what they decide, not by the luck of the draw; `stream`: another search draws apart. The
-    measurement's `known`: what its rule is built from (None: every point measured before it, one
-    host; on several, those that had finished when it started, see hosts_search())."""
+    """What the sweep's model search measures, one repetition at a time as the bench runs them:
+    the first repetition, then, unless bench/more_repetitions.py's rule (MoreRule.first, with
+    what was measured so far: the best mean, the pooled noise) puts the point clearly out (it
+    stops there), the rest of the REPS; then REPS more (fresh draws, the server still up: no
+    restart) while the rule (MoreRule.step) says so, up to the strategy's max_repetitions in all
+    (at or below REPS: no rule at all, as the sweep hands none). `out_z` 0: no stop after the
+    first repetition. Returns the measurement and what it measured (repetitions by point). A
+    point's extra draws are its own (seeded by the point, not by the order it came in), so that
+    two settings compared on a surface differ by what they decide, not by the luck of the draw;
+    `stream`: another search draws apart. The measurement's `known`: what its rule is built from
+    (None: every point measured before it, one host; on several, those that had finished when
+    it started, see hosts_search())."""
     cap = strategy.max_repetitions
     ids = sorted(true)
     seen: dict[str, list[float]] = {}
 
     def m(p: Point, level: int, known: dict[str, list[float]] | None = None) -> list[float]:
         vs = list(measure(p, level))
+        if not vs:  # a failed start
+            return vs
         view = seen if known is None else known
         if cap > REPS:
             key = [seed, CLASSES.index(kind), index, round(noise * 1000), stream]
@@ -360,12 +504,22 @@ def adaptive(
             geo = None if best is None else math.exp(statistics.fmean(math.log(v) for v in best))
             n_best = 0 if best is None else len(best)
             rule = more_repetitions.MoreRule(
-                "throughput", geo, n_best, ss, df, cap, margin=strategy.margin
+                "throughput",
+                geo,
+                n_best,
+                ss,
+                df,
+                cap,
+                margin=strategy.margin,
+                out_z=out_z or more_repetitions.OUT_Z,
             )
-            while rule.step(vs).more:
-                got = len(vs) - REPS
-                add = draws[got : got + min(REPS, cap - len(vs))]
-                vs += [true[p.point_id] * (1.0 + noise * float(d)) for d in add]
+            if out_z and not rule.first(vs[:1]).more:
+                vs = vs[:1]
+            else:
+                while rule.step(vs).more:
+                    got = len(vs) - REPS
+                    add = draws[got : got + min(REPS, cap - len(vs))]
+                    vs += [true[p.point_id] * (1.0 + noise * float(d)) for d in add]
         seen[p.point_id] = vs
         return vs
 
@@ -377,13 +531,14 @@ def hosts_search(
     grid: descent.Grid,
     measure: Callable[..., list[float]],
     strategy: model_search.ModelSearch,
+    rules: Callable[[str], frozenset[str]] | None = None,
 ) -> model_search.ModelState[Point]:
     """The model search on `strategy.batch` hosts, as the sweep runs it: a round's runs go out a
     host each, in waves of that many, and a run's rule of more repetitions (adaptive()) knows
     only the runs finished when it started, those of earlier waves (round 0's first wave: no
     best at all, each run goes on until its own noise says enough)."""
     recorded: list[Measurement] = []
-    state = model_search.replay(pts, grid, recorded, strategy)
+    state = model_search.replay(pts, grid, recorded, strategy, rules=rules, sizes=rules)
     while not state.done:
         pending = list(state.pending)
         for i in range(0, len(pending), strategy.batch):
@@ -392,7 +547,7 @@ def hosts_search(
             for run in wave:
                 values = tuple(measure(run.point, run.level, known))
                 recorded.append(Measurement(run.point.point_id, run.level, values))
-        state = model_search.replay(pts, grid, recorded, strategy)
+        state = model_search.replay(pts, grid, recorded, strategy, rules=rules, sizes=rules)
     return state
 
 
@@ -404,14 +559,19 @@ def called(values: dict[str, list[float]]) -> tuple[bool, str | None]:
     ranked = sorted(values, key=lambda pid: -statistics.fmean(values[pid]))
     if len(ranked) < 2:
         return True, None
+    if min(len(values[ranked[0]]), len(values[ranked[1]])) < 2:  # one stopped after one
+        return False, ranked[1]
     test = compare_repetitions(values[ranked[0]], values[ranked[1]], pairs=False)
     return test.significant, ranked[1]
 
 
-def decided(values: dict[str, list[float]], true: dict[str, float]) -> dict[str, Any]:
-    """Outcome's `called` and `runner` for the measurements `values`."""
-    winner, runner = called(values)
-    top = max(true.values())
+def decided(
+    values: dict[str, list[float]], true: dict[str, float], top: float | None = None
+) -> dict[str, Any]:
+    """Outcome's `called` and `runner` for the measurements `values` (`top`: the true best, of
+    the points that can run; None: the best of `true`)."""
+    winner, runner = called({pid: v for pid, v in values.items() if v})
+    top = max(true.values()) if top is None else top
     return {"called": winner, "runner": None if runner is None else true[runner] / top}
 
 
@@ -434,29 +594,58 @@ class Task:
     smooth: int | None = None
     batch: int = 1
     budget_axis: str = "log"
+    load_seconds: float = 360.0
+    rep_seconds: float = 60.0
+    out_z: float = more_repetitions.OUT_Z
+
+
+def cost(recorded: Sequence[Measurement], task: Task) -> tuple[float, int, int]:
+    """A search's seconds (every start a load, a failed one too; every repetition a bench),
+    its failed starts and its runs stopped after one repetition."""
+    starts = len(recorded)
+    reps = sum(len(m.values) for m in recorded)
+    fails = sum(not m.values for m in recorded)
+    ones = sum(len(m.values) == 1 for m in recorded)
+    return starts * task.load_seconds + reps * task.rep_seconds, fails, ones
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
     """One surface: the full grid, descent and the model search, on the same noisy draws."""
     true = truth(task.kind, task.index, task.seed, task.budget_axis)
-    measure = noisy(task.kind, task.index, task.seed, task.noise, true)
+    fails = failing(task.kind, task.index, task.seed)
+    measure = noisy(task.kind, task.index, task.seed, task.noise, true, fails)
     pts = distinct_points(task.kind, true)
     grid = grid_of(pts)
-    top = max(true.values())
+    top = max(v for pid, v in true.items() if pid not in fails)  # the best that can run
     grid_got = {p.point_id: measure(p, 0) for p in pts}
+    grid_got = {pid: v for pid, v in grid_got.items() if v}
     grid_best = true[max(grid_got, key=lambda pid: statistics.fmean(grid_got[pid]))]
+    grid_fails = sum(p.point_id in fails for p in pts)
+    grid_time = len(pts) * task.load_seconds + len(grid_got) * REPS * task.rep_seconds
     by_pid = {p.point_id: p for p in pts}
-    d_state, _ = descent.search(pts, grid, measure, descent.Descent())
+    # what a failure rules out, and which points are at least as large as which: every failure
+    # here is out of memory (sweep/failures.py), as the sweep's search is handed them
+    rules = failures.dominated(pts)
+    d_state, d_rec = descent.search(pts, grid, measure, descent.Descent())
     m_measure, m_got = adaptive(
-        task.kind, task.index, task.seed, task.noise, true, measure, task.strategy
+        task.kind,
+        task.index,
+        task.seed,
+        task.noise,
+        true,
+        measure,
+        task.strategy,
+        out_z=task.out_z,
     )
-    m_state, _ = model_search.search(pts, grid, m_measure, task.strategy)
+    m_state, m_rec = model_search.search(
+        pts, grid, m_measure, task.strategy, rules=rules, sizes=rules
+    )
     assert d_state.best is not None and m_state.best is not None
     d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
     verdict = m_state.verdict
     extra: dict[str, Outcome] = {}
     if task.confirm:
-        for name, tried in (("grid+", [p.point_id for p in pts]), ("model+", _measured(m_state))):
+        for name, tried in (("grid+", list(grid_got)), ("model+", _measured(m_state))):
             got = {pid: measure(by_pid[pid], 0) for pid in tried}
             answer, added = confirm(
                 task.kind, task.index, task.seed, task.noise, true, got, task.confirm
@@ -467,7 +656,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
     if task.smooth is not None:
         order = {p.point_id: i for i, p in enumerate(pts)}
         for name, tried, again in (
-            ("grid~", [p.point_id for p in pts], 0),
+            ("grid~", list(grid_got), 0),
             ("model~", _measured(m_state), task.smooth),
         ):
             got = {pid: measure(by_pid[pid], 0) for pid in tried}
@@ -479,10 +668,18 @@ def run_one(task: Task) -> dict[str, Outcome]:
             )
     if task.batch > 1:
         b_measure, b_got = adaptive(
-            task.kind, task.index, task.seed, task.noise, true, measure, task.strategy, stream=14
+            task.kind,
+            task.index,
+            task.seed,
+            task.noise,
+            true,
+            measure,
+            task.strategy,
+            stream=14,
+            out_z=task.out_z,
         )
         b_state = hosts_search(
-            pts, grid, b_measure, dataclasses.replace(task.strategy, batch=task.batch)
+            pts, grid, b_measure, dataclasses.replace(task.strategy, batch=task.batch), rules
         )
         assert b_state.best is not None
         b_true = true[b_state.best.point_id]
@@ -494,15 +691,28 @@ def run_one(task: Task) -> dict[str, Outcome]:
             rounds=len(b_state.rounds),
             reps=sum(len(v) for v in b_got.values()),
         )
+    d_time, d_fails, _ = cost(d_rec, task)
+    m_time, m_fails, m_ones = cost(m_rec, task)
     return extra | {
         "grid": Outcome(
             len(pts),
             len(pts),
             grid_best / top,
             1.0,
-            **decided(grid_got, true),
+            **decided(grid_got, true, top),
+            time=grid_time,
+            grid_time=grid_time,
+            fails=grid_fails,
         ),
-        "descent": Outcome(d_state.restarts, len(pts), d_true / top, d_true / grid_best),
+        "descent": Outcome(
+            d_state.restarts,
+            len(pts),
+            d_true / top,
+            d_true / grid_best,
+            time=d_time,
+            grid_time=grid_time,
+            fails=d_fails,
+        ),
         "model": Outcome(
             m_state.restarts,
             len(pts),
@@ -512,7 +722,11 @@ def run_one(task: Task) -> dict[str, Outcome]:
             rounds=len(m_state.rounds),
             reps=sum(len(v) for v in m_got.values()),
             seen=any(true[pid] >= top * (1 - 1e-12) for pid in m_got),
-            **decided(m_got, true),
+            **decided(m_got, true, top),
+            time=m_time,
+            grid_time=grid_time,
+            fails=m_fails,
+            first_out=m_ones,
         ),
     }
 
@@ -556,18 +770,90 @@ def print_rows(
     names: Sequence[str],
     cols: Sequence[str],
     rounds: bool = False,
+    classes: Sequence[str] = CLASSES,
+    noises: Sequence[float] = NOISES,
 ) -> None:
     """A table of the extra answers `names` (an experiment's rows), a line per class and noise."""
     head = ["class", "noise", *(f"{w} {c}" for w in names for c in cols)]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for nz in NOISES:
-        for kind in CLASSES:
+    for nz in noises:
+        for kind in classes:
             rows = [by[(kind, nz, i)] for i in range(n)]
             line = [kind, f"{nz:.0%}"]
             for w in names:
                 line += cells([r[w] for r in rows], rounds=rounds)
             print("| " + " | ".join(line) + " |")
+
+
+def _med_max(xs: Sequence[float], fmt: str) -> str:
+    return f"{statistics.median(xs):{fmt}} / {max(xs):{fmt}}"
+
+
+TIME_TARGET = {0.02: 0.30, 0.05: 0.65}  # the model search's median time, share of the grid's
+FAILS_TARGET = (2, 4)  # failed starts: the median a search, the most in any
+
+
+def print_costs(
+    by: dict[tuple[str, float, int], dict[str, Outcome]],
+    n: int,
+    classes: Sequence[str],
+    load: float,
+    rep: float,
+    noises: Sequence[float] = NOISES,
+) -> bool:
+    """The cost table (--load-seconds, --rep-seconds): per class and noise, for the grid, descent
+    and the model search, the time as a share of the grid's (median / max), the starts as a
+    share of the grid's (median / max), the failed starts (median / max), within 2 % of the best
+    point that can run (of n); for the model search also the runs stopped after one repetition
+    (median) and whether the cell meets the targets. Returns whether every cell does."""
+    print(
+        f"\ncost: a start {load:g} s (a failed start too: its seconds to failure), a repetition "
+        f"{rep:g} s; the full grid starts every point, failures included, {REPS} repetitions a "
+        "run. time and starts: median / max share of the grid's; fails: failed starts median / "
+        "max; 2 %: within 2 % of the best point that can run; 1-rep: the model search's runs "
+        "stopped after their first repetition, median; met: within 2 % on all but 1 in 30, time "
+        f"median <= {TIME_TARGET[0.02]:.0%} at 2 % noise and <= {TIME_TARGET[0.05]:.0%} at 5 %, "
+        f"failed starts median <= {FAILS_TARGET[0]} and max <= {FAILS_TARGET[1]}"
+    )
+    head = ["class", "noise", "grid fails", "grid 2 %"]
+    for who in ("descent", "model"):
+        head += [f"{who} time", f"{who} starts", f"{who} fails", f"{who} 2 %"]
+    head += ["model 1-rep", "met"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    ok = True
+    for nz in noises:
+        for kind in classes:
+            rows = [by[(kind, nz, i)] for i in range(n)]
+            grid = [r["grid"] for r in rows]
+            line = [kind, f"{nz:.0%}", _med_max([o.fails for o in grid], "g")]
+            line.append(str(sum(o.ratio >= 1.0 - WITHIN for o in grid)))
+            for who in ("descent", "model"):
+                outs = [r[who] for r in rows]
+                line += [
+                    _med_max([(o.time or 0.0) / (o.grid_time or 1.0) for o in outs], ".0%"),
+                    _med_max([o.restarts / o.grid for o in outs], ".0%"),
+                    _med_max([o.fails for o in outs], "g"),
+                    str(sum(o.ratio >= 1.0 - WITHIN for o in outs)),
+                ]
+            model = [r["model"] for r in rows]
+            share = statistics.median((o.time or 0.0) / (o.grid_time or 1.0) for o in model)
+            fails = [o.fails for o in model]
+            found = sum(o.ratio >= 1.0 - WITHIN for o in model)
+            misses = []
+            if found < n - math.floor(n / 30):
+                misses.append("2 %")
+            if share > TIME_TARGET.get(nz, 1.0):
+                misses.append("time")
+            if statistics.median(fails) > FAILS_TARGET[0] or max(fails) > FAILS_TARGET[1]:
+                misses.append("fails")
+            ok &= not misses
+            line.append(f"{statistics.median(o.first_out for o in model):g}")
+            line.append("yes" if not misses else "NOT: " + ", ".join(misses))
+            print("| " + " | ".join(line) + " |")
+    print(f"cost targets: {'met' if ok else 'NOT met'} in every cell")
+    return ok
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -654,7 +940,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         "8 to 16 is as large a step as 48 to 96) or through the budget itself (linear, a check "
         "that the search does not lean on that)",
     )
+    ap.add_argument(
+        "--load-seconds",
+        type=float,
+        default=360.0,
+        help="the cost model: seconds a start costs (a load; a failed start too) (360)",
+    )
+    ap.add_argument(
+        "--rep-seconds",
+        type=float,
+        default=60.0,
+        help="the cost model: seconds a repetition costs (60)",
+    )
+    ap.add_argument(
+        "--first-out",
+        type=float,
+        default=more_repetitions.OUT_Z,
+        metavar="Z",
+        help="a run stops after its first repetition when that is clearly out: more than Z sd "
+        f"beyond the margin behind the best (bench/more_repetitions.py MoreRule.first; "
+        f"{more_repetitions.OUT_Z:g}; 0: never)",
+    )
+    ap.add_argument(
+        "--classes",
+        default=",".join(CLASSES),
+        help=f"the classes to run, comma-separated ({','.join(CLASSES)})",
+    )
+    ap.add_argument(
+        "--noises",
+        default=",".join(f"{nz:g}" for nz in NOISES),
+        help="the noises to run, comma-separated (0.02,0.05)",
+    )
     args = ap.parse_args(argv)
+    noises = tuple(float(v) for v in args.noises.split(",") if v)
+    classes = tuple(c for c in args.classes.split(",") if c)
+    unknown = [c for c in classes if c not in CLASSES]
+    if unknown:
+        ap.error(f"--classes: unknown {', '.join(unknown)} (of {', '.join(CLASSES)})")
     strat = model_search.ModelSearch(
         margin=args.margin,
         confidence=args.confidence,
@@ -669,9 +991,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = 10 if args.quick else args.surfaces
     t0 = time.monotonic()
     tasks = [
-        Task(k, i, nz, args.seed, strat, args.confirm, args.smooth, args.batch, args.budget_axis)
-        for nz in NOISES
-        for k in CLASSES
+        Task(
+            k,
+            i,
+            nz,
+            args.seed,
+            strat,
+            args.confirm,
+            args.smooth,
+            args.batch,
+            args.budget_axis,
+            args.load_seconds,
+            args.rep_seconds,
+            args.first_out,
+        )
+        for nz in noises
+        for k in classes
         for i in range(n)
     ]
     with ProcessPoolExecutor(args.jobs) as pool:
@@ -725,8 +1060,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|" + "---|" * len(head))
     met = {"grid": True, "true": True}
     wrong = {"grid": [0, 0, 0, 0], "model": [0, 0, 0, 0]}  # misses: called, tie ok, tie of two
-    for nz in NOISES:
-        for kind in CLASSES:
+    for nz in noises:
+        for kind in classes:
             rows = [by[(kind, nz, i)] for i in range(n)]
             line = [kind, f"{nz:.0%}"]
             line += cells([r["grid"] for r in rows], search=False)
@@ -751,20 +1086,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"measured again, {REPS} fresh repetitions and one restart each, up to "
             f"{args.confirm} rounds"
         )
-        print_rows(by, n, ("grid+", "model+"), cols)
+        print_rows(by, n, ("grid+", "model+"), cols, classes=classes, noises=noises)
     if args.smooth is not None:
         print(
             f"\nsmoothed answer (--smooth {args.smooth}): the measured point the model rates best; "
             f"model~ measures the {args.smooth} it rates best again first ({REPS} fresh "
             "repetitions, one restart each), grid~ measures nothing again"
         )
-        print_rows(by, n, ("grid~", "model~"), cols)
+        print_rows(by, n, ("grid~", "model~"), cols, classes=classes, noises=noises)
     if args.batch > 1:
         print(
             f"\nrounds of {args.batch} points (--batch {args.batch}, the sweep on {args.batch} "
             "hosts): rounds median first (a round's runs go to the hosts at once), then as above"
         )
-        print_rows(by, n, ("model", "model xN"), ["rounds", "reps", *cols], rounds=True)
+        print_rows(
+            by,
+            n,
+            ("model", "model xN"),
+            ["rounds", "reps", *cols],
+            rounds=True,
+            classes=classes,
+            noises=noises,
+        )
+    print_costs(by, n, classes, args.load_seconds, args.rep_seconds, noises)
     every = [r["model"].restarts / r["model"].grid for r in results]
     for name, (misses, named, tie_ok, tie_bad) in wrong.items():
         ties = sum(not r[name].called for r in results)

@@ -46,17 +46,28 @@ run at the full bench:
   surfaces whose best was the answer's neighbour a budget step away, 2.8 and 2.9 % above it,
   its bound 1.5 and -1.3 %). Checked before the regions left; on several hosts a round takes
   up to one a host, the largest bound first.
-- More repetitions (`max_repetitions`, 48): a run is benched on past the bench's own repetitions,
-  on the server already running it (no restart), while its point may still be the best (its
-  mean within 2 sd of the best mean measured so far, or ahead; the first measured is the best
-  so far) and the noise its repetitions show needs more to tell the tie margin
-  (bench/more_repetitions.py; the bench decides, sweep/plan.py hands it the rule). The model
-  weighs each mean by its repetitions, so the points near the best are known better and fewer
-  neighbours stay open.
+- More repetitions (`max_repetitions`, 32): a run is benched on past the bench's own repetitions,
+  on the server already running it (no restart), while its point can still change the answer
+  (it may beat the best mean measured so far by more than the margin, at 2 sd of the
+  difference; the first measured is the best so far) and the noise its repetitions show needs
+  more to tell the tie margin; and a run whose first repetition is clearly out (more than 4 sd
+  beyond the margin below the best, the noise known from 6 degrees of freedom or more) stops
+  there (bench/more_repetitions.py; the bench decides, sweep/plan.py hands it the rule). The
+  model weighs each mean by its repetitions, so the points near the best are known better and
+  fewer neighbours stay open.
 - A failed run is out (not measured again by this search in this invocation), and so is every
   point it rules out (`rules`: sweep/failures.py, a point at least as large as one that ran out
   of memory) and every point ruled out before the search (`excluded`: failures of earlier runs
   and sweeps). No round, the first included, picks a point ruled out.
+- Sizes (`sizes`: sweep/failures.py dominated, the points at least as large in memory as a
+  point): a round runs smallest first (the fewest points below it first), so that a failure
+  rules out the round's larger runs before they start; the first round's design picks from the
+  smaller half of the grid (no point larger than half the grid: the largest corners are the
+  likeliest to fail) and a point a failure ruled out counts against it as the failure does
+  (nothing takes its place); and once a failure has shown an edge, a pick not known to run (no
+  point at least as large has run) gives way to the candidate below it, not known to run
+  either, whose failure would rule out the most open candidates (its bound above the margin):
+  the edge is probed from below (`_probe`).
 - `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
   it is not settled, with the largest bound and the points it would measure next. A bound below
   what the first round needs is refused (ValueError) before anything runs, and so is a grid of
@@ -79,44 +90,11 @@ process is the simplest model that holds an interaction and several peaks and sa
 is between the points measured. Over seeds 1 to 5 (1,200 searches a setting) its answer was
 within 2 % of the grid's on 29 or 30 of 30 surfaces of every class at both noises (descent's on
 16 to 30 of 30), with a median of 24 to 43 % of the grid's restarts (descent's: 15 to 20 %).
-What each part buys there: the bound of the likeliest single settings on top of the weighted one
-(without it: 6 of the 60 two-peak searches of seed 1 ended on the lower peak); those settings
-taken within 3 of log likelihood rather than 2 (within 2: 16 of the 1,200 answers missed the
-grid's, 15 of them on two peaks, down to 0.76 of it, each called settled; within 3: 5, for 1 to 3
-more points of the restart share, the ridge at 5 % noise 40 to 43 % against 38 to 40 %; within
-2.5 still 28 of 30 on two peaks at seed 4); 2 sd rather than 1.65 (4 of 60), 7 points in round 0
-rather than 5 (1), 4 length scales an axis rather than 3 (3); 9 points in round 0 instead of a
-wider bound did not mend the two-peak misses (28 of 30 at seeds 3 and 4). Taking the model's
-best rather than the best mean as the answer missed the grid's answer on 6 of 240 surfaces (a run
-with the plateaus' twins not yet left out): the model smooths a narrow peak away. Measuring every
-unmeasured neighbour of the answer before stopping cost 1 to 4 points of the restart share and
-changed no answer then; only those the model does not put more than the margin below it, it is
-done now (below).
-All of the above with three repetitions a point. More repetitions while a point may be the best
-(2026-12-03: up to 12, then up to 24 until the noise tells the margin) took the answers within
-2 % of the true best from 1,066 to 1,179 (the full grid: 1,064), restarts 24 to 39 %.
-Axes placed by rank, not by the log of their values: the log placing found 1,186 on the suite
-(whose surfaces act on log budget) but 1,167 on the same classes linear in budget
-(`--budget-axis linear`), where rank finds 1,180; both weighed by the data's likelihood, 1,184
-and 1,181 for 1.5 times the CPU. Of rank's 21 misses on the suite, 12 never measured the true
-best (two peaks), 9 measured it and the noise chose another.
-The rule of regions left (cover 0.4, ruled out below -5 %, 2026-12-03, seeds 1 to 5): within 2 %
-of the true best on 1,183 of the suite (misses never measured 8, from 12), of the grid's answer
-on 1,191, the median restarts 24 to 39 % in every cell as before (1 point more in 10 cells, 2
-in one); on linear surfaces the same 1,180 answers, 1 point more of restarts in 10 cells.
-The floor keeps its cost (without it, or at cover 0.3: the ridge and plateau at 40 to 44 %).
-The best's neighbours (bound above -2 %) and up to 48 repetitions (2026-12-04, seeds 1 to 5):
-within 2 % of the true best on 1,192 of the suite, 29 or 30 of 30 in every cell (misses never
-measured 7, the noise's 1, from 8 and 9), of the grid's answer on 1,193, the median restarts 25
-to 40 % (the ridge at 5 % on seeds 1 and 3: 29 of 72, 40.3 %), for a median of 131 to 217 % of
-the grid's repetitions at 5 % noise (before: 81 to 144 %). Each alone: 48 repetitions 1,190
-(the noise's misses 9 to 1); the neighbours at -5 % with 24 repetitions 1,184. Seeds 6 to 8,
-chosen on neither: 714 of 720, two peaks at 2 % 28 on seed 8, the ridge at 5 % 41 % on seeds 6
-and 7. The bound at 1.9 sd met the target on seeds 1 to 5 (1,195) but not on 6 to 8 (712 of
-720): not built (benchmarks/README.md).
-Length scales along a diagonal of two axes too (`diagonals`, 2026-12-04, seeds 1 to 5): 1,195
-within 2 % of the true best, the median restarts 26 to 40 %, the ridge at 5 % 36 to 39 %
-(sweep/gaussian_process.py has why; benchmarks/README.md the figures and the seeds held out).
+What each part buys there (the likely settings' bound, 2 sd, 7 points in round 0, the
+answer as the best mean): benchmarks/README.md.
+The figures of each later refinement (more repetitions, axes by rank, regions left, the best's
+neighbours, diagonals, the edge and the clearly-out rule, with the seeds held out) are in
+benchmarks/README.md, section "The model search and descent on generated surfaces".
 A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings; the axes alone:
 13 to 85 ms).
 """
@@ -147,6 +125,9 @@ from sweep.search import (
 
 BUDGET_REASON = "restart budget spent: not measured"
 NEXT_SHOWN = 3  # the points named as the next to measure
+# with `sizes`, the first round's design picks from the points at least as large as at most this
+# share of the grid (the smaller half: the largest corners are the likeliest to fail)
+SMALL = 0.5
 NOISE_FLOOR = 0.002**2  # a mean's noise variance is never taken below this
 
 
@@ -410,16 +391,24 @@ def _step(
     best: str | None,
     strategy: ModelSearch,
     ruled: Collection[str] = (),
+    larger: Callable[[str], Collection[str]] | None = None,
+    spent: int = 0,
+    small: Collection[str] | None = None,
 ) -> _Step:
     """What the data say: the next round's points, or that the search is over and why. `ruled`:
-    points ruled out (never picked, and no evidence of anything)."""
+    points ruled out (never picked, and no evidence of anything); `larger`: replay's `sizes`
+    once a failure has shown an edge, see _probe; `spent`: points this search's failures ruled
+    out, which count against the first round's design as the failures do (a failure in the
+    first round prunes it, and nothing takes the place of what it prunes); `small`: the points
+    the first round's design picks from (replay: with sizes, the smaller half of the grid)."""
     tried = {*values, *failed}
     free = [pid for pid in space.every if pid not in tried and pid not in ruled]
     if not free:
         return _Step((), 0.0, (), "settled: every point is measured")
-    if best is None or len(tried) < strategy.initial or len(values) < 2:
-        count = max(strategy.initial - len(tried), 1)
-        picks = tuple(_design(space, tried, free, count))
+    if best is None or len(tried) + spent < strategy.initial or len(values) < 2:
+        count = max(strategy.initial - len(tried) - spent, 1)
+        pool = [pid for pid in free if small is None or pid in small] or free
+        picks = tuple(_design(space, tried, pool, count))
         return _Step(picks, None, picks, "first round: too few points measured to model")
     bound, _ = _gains(space, values, best, strategy)
     ranked = sorted(free, key=lambda pid: (-round(bound[pid], 12), space.order[pid]))
@@ -427,7 +416,9 @@ def _step(
     gain = math.expm1(bound[ranked[0]])
     if gain > strategy.margin:
         why = f"an unmeasured point may beat the best by up to {gain:.1%} by the model"
-        return _Step(_batch(space, values, best, strategy, ranked[0], free), gain, ahead, why)
+        open_ = [pid for pid in ranked if math.expm1(bound[pid]) > strategy.margin]
+        first = _probe(ranked[0], open_, values, bound, space, larger)
+        return _Step(_batch(space, values, best, strategy, first, free), gain, ahead, why)
     # the model says settled; two rules of where it cannot be trusted may say not yet
     rules: tuple[tuple[Callable[[], tuple[str, ...]], str], ...] = (
         (
@@ -444,6 +435,8 @@ def _step(
     for left, but in rules:
         picks = left()
         if picks:
+            first = _probe(picks[0], picks, values, bound, space, larger)
+            picks = (first, *(pid for pid in picks if pid != first))
             why = (
                 f"no unmeasured point may beat the best by more than {strategy.margin:.1%} by "
                 f"the model, but {but}"
@@ -455,6 +448,33 @@ def _step(
         f"{strategy.confidence:g} sd)"
     )
     return _Step((), gain, ahead, why)
+
+
+def _probe(
+    pick: str,
+    candidates: Sequence[str],
+    values: Collection[str],
+    bound: Mapping[str, float],
+    space: _Space,
+    larger: Callable[[str], Collection[str]] | None,
+) -> str:
+    """Where a failure has shown an edge (`larger(p)`: the points a failure of p rules out), the
+    run that tells most about `pick` for the fewest failed starts. A pick no larger than a point
+    that ran (one `larger` of it ran) runs too: it stays. Otherwise, of the `candidates` that are
+    no larger than it and not known to run either (it among them), the one whose failure would
+    rule out the most candidates, the largest bound first among equals: a failure there spares
+    the failures of every candidate above it, and a success is a step along the edge."""
+    if larger is None or any(pid in values for pid in larger(pick)):
+        return pick
+
+    def below(c: str) -> bool:
+        return c == pick or pick in larger(c)
+
+    left = [c for c in candidates if below(c) and not any(pid in values for pid in larger(c))]
+    if not left:
+        return pick
+    cover = {c: sum(d in larger(c) for d in candidates) for c in left}
+    return min(left, key=lambda c: (-cover[c], -round(bound[c], 12), space.order[c]))
 
 
 def _near_best(
@@ -542,12 +562,16 @@ def replay(
     warm: Iterable[Measurement] = (),
     excluded: Collection[str] = (),
     rules: Callable[[str], Iterable[str]] | None = None,
+    sizes: Callable[[str], Iterable[str]] | None = None,
 ) -> ModelState[P]:
     """The search state the recorded measurements give (see the module docstring). `warm`:
     measurements taken before the search (another sweep's, under the same identity): known from
     the first round on, never scheduled, no restart; a failed one (no values) is not known.
     `excluded`: points ruled out before the search; `rules(point id)`: the points a failure of
-    that point rules out (sweep/failures.py), out from the round after it on.
+    that point rules out (sweep/failures.py), out from the round after it on. `sizes(point id)`:
+    the points at least as large as it in memory (sweep/failures.py dominated: what an
+    out-of-memory failure of it would rule out): a round runs smallest first, and once a
+    failure has shown an edge the search probes it from below (_probe).
     ValueError for a grid of one point and for a max_restarts below the first round's."""
     order = _check_points(points)
     if len(points) < 2:
@@ -571,6 +595,27 @@ def replay(
     running: str | None = None
     used = 0
     known: dict[str, Stats] = {}
+    memo: dict[str, frozenset[str]] = {}
+
+    def larger(pid: str) -> frozenset[str]:
+        """sizes(pid), once a point (memoised: the planner replays at every call)."""
+        if pid not in memo:
+            memo[pid] = frozenset(sizes(pid)) if sizes is not None else frozenset()
+        return memo[pid]
+
+    # with sizes, a round runs smallest first (the fewest points below it, then point order),
+    # so that a failure rules out the round's larger runs before they start
+    sched = order
+    small: frozenset[str] | None = None
+    if sizes is not None:
+        below = dict.fromkeys(order, 0)
+        for pid in order:
+            for q in larger(pid):
+                if q in below:
+                    below[q] += 1
+        ranks = sorted(order, key=lambda pid: (below[pid], order[pid]))
+        sched = {pid: i for i, pid in enumerate(ranks)}
+        small = frozenset(pid for pid in order if below[pid] <= SMALL * len(order))
 
     def ranking() -> tuple[P, ...]:
         for pid, v in values.items():
@@ -619,7 +664,9 @@ def replay(
     while True:
         ranked = ranking()
         best = ranked[0].point_id if ranked else None
-        step = _step(space, values, failed, best, strategy, ruled)
+        edge = larger if sizes is not None and failed else None
+        spent = sum(bool(src) for src in ruled.values())  # ruled out by this search's failures
+        step = _step(space, values, failed, best, strategy, ruled, edge, spent, small)
         # runs recorded that this replay did not pick (an invocation with another count of hosts
         # picked rounds of another size): measured all the same, so they join as a round of
         # their own before the search waits or ends, and no measurement is dropped
@@ -629,7 +676,7 @@ def replay(
             if pid not in values and pid not in failed and pid not in step.picks
         ]
         if orphans and (not step.picks or any(pid not in recorded for pid in step.picks)):
-            consume(_schedule(orphans, order, 0, running, math.inf)[0])
+            consume(_schedule(orphans, sched, 0, running, math.inf)[0])
             continue
         if not step.picks:
             return state((), Verdict(True, step.gain, strategy.margin, step.ahead, step.why))
@@ -660,7 +707,7 @@ def replay(
                         early.setdefault(out, pid)
         ruled.update(early)
         cands = [by_id[pid] for pid in step.picks if pid not in early]
-        runs, _ = _schedule(cands, order, 0, running, budget - used, BUDGET_REASON)
+        runs, _ = _schedule(cands, sched, 0, running, budget - used, BUDGET_REASON)
         pending = tuple(r for r in runs if r.point.point_id not in recorded)
         if pending:
             rounds.append(Round(len(rounds), 0, runs))
@@ -683,19 +730,21 @@ def search(
     warm: Iterable[Measurement] = (),
     excluded: Collection[str] = (),
     rules: Callable[[str], Iterable[str]] | None = None,
+    sizes: Callable[[str], Iterable[str]] | None = None,
 ) -> tuple[ModelState[P], list[Measurement]]:
     """The whole search with `measure(point, 0) -> values` (one per repetition; []: failed),
-    continuing from `measurements`, seeded by `warm`, with replay's `excluded` and `rules`.
+    continuing from `measurements`, seeded by `warm`, with replay's `excluded`, `rules` and
+    `sizes`.
     Returns the final state and the search's own measurements (the warm ones not among them)."""
     recorded = list(measurements)
     seeds = list(warm)
-    state = replay(points, grid, recorded, strategy, seeds, excluded, rules)
+    state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes)
     while not state.done:
         # one run at a time, as one host runs them: a failure rules out the round's rest
         run = state.pending[0]
         values = tuple(float(v) for v in measure(run.point, run.level))
         recorded.append(Measurement(run.point.point_id, run.level, values))
-        state = replay(points, grid, recorded, strategy, seeds, excluded, rules)
+        state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes)
     return state, recorded
 
 

@@ -35,11 +35,75 @@ def test_a_point_within_two_sd_of_the_best_or_ahead_gets_more_and_one_behind_doe
     r = rule()
     # pooled sd of one repetition ~2 %: the sd of a difference of two means of 3 is ~1.6 %, so
     # the bar is ~3.2 % under the best
-    assert r.step([194.0, 196.0, 198.0]).more  # 2 % behind
+    assert r.step([199.0, 200.0, 201.0]).more  # level with it: may still beat it by over 2 %
     assert r.step([210.0, 212.0, 214.0]).more  # ahead
     behind = r.step([186.0, 188.0, 190.0])  # 6 % behind
     assert not behind.more and "behind the best" in behind.why
-    assert behind.bar == pytest.approx(200.0 * math.exp(-2 * math.sqrt(behind_var() * 2 / 3)))
+    sd = math.sqrt(behind_var() * 2 / 3)
+    assert behind.bar == pytest.approx(200.0 * math.exp(math.log1p(0.02) - 2 * sd))
+
+
+def test_more_only_while_the_point_may_beat_the_best_by_more_than_the_margin() -> None:
+    """Repetitions past the bench's own go only to a point that can still change the answer: its
+    mean + z sd of the difference above the best's by more than the margin. 2 % behind at ~2 %
+    noise (z sd ~3.2 %) it may be ahead, but by no more than ~1.2 %: no more."""
+    r = rule()
+    step = r.step([194.0, 196.0, 198.0])
+    assert not step.more and "cannot beat the best (200) by more than 2%" in step.why
+    assert step.bar is not None and 196.0 < step.bar < 200.0
+
+
+def test_a_tie_within_the_margin_stops_when_more_repetitions_cannot_move_it_out() -> None:
+    """Two contenders, the best well measured (48 repetitions at ~2 % noise, where 9 tell the
+    margin): a point level with it whose z-sd band reaches no further than the margin is a tie
+    within it, which more repetitions cannot move out, after 6 (its noise's own stop: 9); after
+    3 the band is still wider; 3 % ahead it may beat the best by more: more."""
+    ss, df = pool([[98.0, 100.0, 102.0]] * 12)  # ~2 % noise, 24 degrees of freedom
+    r = MoreRule("throughput", 200.0, 48, ss, df, 48)
+    level = [v * 1.002 for v in (196.0, 204.0, 200.0, 200.0, 198.0, 202.0)]  # 0.2 % ahead
+    tie = r.step(level)
+    assert not tie.more and "a tie with the best (200) within 2%" in tie.why
+    assert r.needed(ss / df) == 9
+    assert r.step(level[:3]).more
+    assert r.step([v * 1.03 for v in level]).more
+    # the same point against a best of 3 repetitions: the band is wider, it goes on
+    assert MoreRule("throughput", 200.0, 3, ss, df, 48).step(level).more
+
+
+def test_a_first_repetition_clearly_out_stops_the_run_there() -> None:
+    """MoreRule.first, after the run's first repetition: clearly out when it is below the best's
+    mean less the margin by more than out_z (4) sd of one repetition against the best's mean,
+    var the pooled noise of the points before (>= out_df, 6, degrees of freedom)."""
+    runs = [[98.0, 100.0, 102.0], [196.0, 200.0, 204.0], [147.0, 150.0, 153.0]]  # ~2 %, df 6
+    ss, df = pool(runs)
+    r = MoreRule("throughput", 200.0, 3, ss, df, 48)
+    sd = math.sqrt(ss / df * (1 + 1 / 3))
+    bar = 200.0 * 0.98 * math.exp(-4 * sd)  # ~180
+    out = r.first([bar * 0.995])
+    assert not out.more and out.repetitions == 1 and "clearly out" in out.why
+    assert out.bar == pytest.approx(bar)
+    assert r.first([bar * 1.005]).more  # just above the bar: the bench goes on
+    assert r.first([bar * 1.005, 10.0]).more  # only the first repetition counts
+    slower = MoreRule("tpot", 10.0, 3, ss, df, 48)  # lower is better
+    assert not slower.first([10.0 / 0.98 * math.exp(4 * sd) * 1.005]).more
+    assert slower.first([10.5]).more
+
+
+def test_never_clearly_out_for_the_first_points_or_while_the_noise_is_unknown() -> None:
+    """No best (the first point), no spread measured (df 0: single repetitions so far), or too
+    few degrees of freedom (two points of three: 4 < 6): a first repetition, however low, never
+    stops the run; nor a value at or below 0 (nothing to compare)."""
+    low = [1.0]
+    assert MoreRule("throughput", None, 0, 0.0, 0, 48).first(low).more
+    assert MoreRule("throughput", 200.0, 1, 0.0, 0, 48).first(low).more
+    ss, df = pool(EARLIER)
+    assert df == 4
+    few = MoreRule("throughput", 200.0, 3, ss, df, 48).first(low)
+    assert few.more and "not known well enough (4 degrees of freedom, 6 needed)" in few.why
+    assert not MoreRule("throughput", 200.0, 3, ss, df, 48, out_df=4).first(low).more
+    ss6, df6 = pool([*EARLIER, [150.0, 151.0, 152.0]])
+    assert MoreRule("throughput", 200.0, 3, ss6, df6, 48).first([0.0]).more
+    assert MoreRule("throughput", 200.0, 3, ss6, df6, 48).first([]).more
 
 
 def behind_var() -> float:
@@ -102,6 +166,9 @@ def test_the_json_the_planner_writes_round_trips_and_bad_fields_are_named() -> N
     r = rule()
     assert MoreRule.from_json(r.to_json()) == r
     good = json.loads(r.to_json())
+    # a rule written before out_z and out_df (an older planner) reads with their defaults
+    old = {k: v for k, v in good.items() if k not in ("out_z", "out_df")}
+    assert MoreRule.from_json(json.dumps(old)) == r and (r.out_z, r.out_df) == (4.0, 6)
     cases = [
         ("{", "not JSON"),
         ("[]", "not a JSON object"),
@@ -115,6 +182,8 @@ def test_the_json_the_planner_writes_round_trips_and_bad_fields_are_named() -> N
         (json.dumps({**good, "ss": "x"}), "ss='x'"),
         (json.dumps({**good, "max_repetitions": True}), "max_repetitions=True"),
         (json.dumps({**good, "objective": "goodput"}), "goodput needs both SLOs"),
+        (json.dumps({**good, "out_z": 0}), "out_z=0: must be a positive number"),
+        (json.dumps({**good, "out_df": 0}), "out_df=0: must be an integer >= 1"),
     ]
     for text, named in cases:
         with pytest.raises(BadArguments, match=r"--more-repetitions: .*" + re.escape(named)):

@@ -21,7 +21,7 @@ from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
-from sweep import descent, layout, model_search, objectives, planner, search_rounds
+from sweep import descent, failures, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
 from sweep.model_search import ModelSearch, describe, replay, search
 from sweep.params import SweepInputError
@@ -216,14 +216,15 @@ def test_the_rule_of_regions_left_names_them_and_spreads_a_round(
 
 
 def test_a_neighbour_of_the_best_is_measured_before_the_search_settles() -> None:
-    """A two-peak surface of benchmarks/search_surfaces.py (seed 2, the 12th, 2 % noise) whose best,
-    b32-k4-w4096, is the answer's neighbour a budget step away, 2.8 % above it: the model put it
-    9 % below and, without the rule of the best's neighbours, settled with it unmeasured. With the
-    rule it measures the neighbours it does not put more than the margin below the best, and
-    answers the true best."""
+    """A two-peak surface of benchmarks/search_surfaces.py (seed 4, the 12th, 2 % noise) whose
+    best is the answer's neighbour, more than 2 % above it: without the rule of the best's
+    neighbours the search settled with it unmeasured. With the rule it measures the neighbours
+    it does not put more than the margin below the best, and answers the true best. (Seed 2's
+    12th showed it until the bench's rule of more repetitions stopped runs that cannot change
+    the answer, 2026-12-05: the searches take other paths there now.)"""
     axes = ModelSearch(diagonals=False)
     true, top, blind, grid = _without_and_with(
-        11, 2, dataclasses.replace(axes, neighbours=False), axes
+        11, 4, dataclasses.replace(axes, neighbours=False), axes
     )
     assert top in grid.neighbours(blind.best.point_id)
     assert true[blind.best.point_id] < 0.98 * true[top]
@@ -734,3 +735,41 @@ def test_the_surfaces_say_how_the_report_puts_a_miss() -> None:
         miss(1, 2, 0.97, 1.0, called=False, runner=0.98),
     ]
     assert surfaces.report_of(misses) == (1, 2, 1)
+
+
+def test_an_edge_of_memory_costs_few_failed_starts_and_its_best_runnable_is_found() -> None:
+    """Every point past an edge (budget x topk: (i + 1) * (j + 1) > 12, an upper set) fails to
+    start, and the objective rises towards a peak past it (b64-k5): with `rules` (what a
+    failure rules out) and `sizes` (which points are at least as large: sweep/failures.py
+    dominated), a round runs smallest first, the first round's design does not replace what a
+    failure pruned, and once a failure has shown the edge the search probes it from below. It
+    finds the best point that can run, never starts a point an earlier failure ruled out, and
+    fails 6 times, 4 of them the edge's own corners (without `sizes`: 16, for 27 starts
+    against 17)."""
+    pts = points()
+    grid = grid_of(pts)
+
+    def f(i: int, j: int) -> float:
+        return 20.0 + 100.0 * math.exp(-((i - 5) ** 2 + (j - 4) ** 2) / 8)
+
+    out = {
+        p.point_id for p in pts if (BUDGETS.index(p.budget) + 1) * (TOPKS.index(p.topk) + 1) > 12
+    }
+    base = surface(f)
+
+    def measure_(p: Point, level: int) -> list[float]:
+        return [] if p.point_id in out else base(p, level)
+
+    rule = failures.dominated(pts)
+    state, recorded = search(pts, grid, measure_, ModelSearch(), rules=rule, sizes=rule)
+    runnable = [p for p in pts if p.point_id not in out]
+    best = max(runnable, key=lambda p: f(BUDGETS.index(p.budget), TOPKS.index(p.topk)))
+    assert state.done and state.best is not None and state.best.point_id == best.point_id
+    failed = [m.point_id for m in recorded if not m.values]
+    assert len(failed) == 6 and state.restarts == 17
+    for i, m in enumerate(recorded):  # no start that an earlier failure had ruled out
+        assert not any(m.point_id in rule(r.point_id) for r in recorded[:i] if not r.values)
+    first = [r.point.point_id for r in state.rounds[0].runs]
+    assert not any(b in rule(a) for a, b in zip(first[1:], first, strict=False))  # smallest first
+    _, blind = search(pts, grid, measure_, ModelSearch(), rules=rule)
+    assert sum(not m.values for m in blind) == 16 and len(blind) == 27
