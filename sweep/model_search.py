@@ -670,12 +670,22 @@ def replay(
         # runs recorded that this replay did not pick (an invocation with another count of hosts
         # picked rounds of another size): measured all the same, so they join as a round of
         # their own before the search waits or ends, and no measurement is dropped
+        # a run of this round that failed already rules out the round's runs not started yet
+        # (one host runs a round smallest first, in point order)
+        early: dict[str, str] = {}
+        for pid in step.picks:
+            if rules is not None and pid in recorded and not recorded[pid].values:
+                for out in rules(pid):
+                    if out in step.picks and out not in recorded:
+                        early.setdefault(out, pid)
         orphans = [
             by_id[pid]
             for pid in sorted(recorded, key=order.__getitem__)
             if pid not in values and pid not in failed and pid not in step.picks
         ]
-        if orphans and (not step.picks or any(pid not in recorded for pid in step.picks)):
+        # (a pick its round's failure rules out is not waited for: the round is recorded)
+        waits = any(pid not in recorded and pid not in early for pid in step.picks)
+        if orphans and (not step.picks or waits):
             consume(_schedule(orphans, sched, 0, running, math.inf)[0])
             continue
         if not step.picks:
@@ -697,14 +707,6 @@ def replay(
                 else f"an unmeasured point may still beat the best{gain} by the model"
             )
             return state((), Verdict(False, step.gain, strategy.margin, step.ahead, why))
-        # a run of this round that failed already rules out the round's runs not started yet
-        # (one host runs a round smallest first, in point order)
-        early: dict[str, str] = {}
-        for pid in step.picks:
-            if rules is not None and pid in recorded and not recorded[pid].values:
-                for out in rules(pid):
-                    if out in step.picks and out not in recorded:
-                        early.setdefault(out, pid)
         ruled.update(early)
         cands = [by_id[pid] for pid in step.picks if pid not in early]
         runs, _ = _schedule(cands, sched, 0, running, budget - used, BUDGET_REASON)

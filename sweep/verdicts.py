@@ -127,6 +127,11 @@ def learn(
         edges = {str(i["edge"]) for i in identities.values() if i.get("edge")}
         for edge in sorted(edges):
             for entry in recall(root, edge):
+                # this sweep's own verdicts are its failure.json files, read above under the
+                # same `fresh` and `until`: from the store they would come back unfiltered,
+                # and a search would replan its rounds as if it had known them from the start
+                if entry.get("sweep") == sweep_dir.name:
+                    continue
                 f = _from_store(entry, by_id)
                 if f is not None and f.point.point_id not in failed:
                     taught.append(f)

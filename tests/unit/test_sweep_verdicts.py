@@ -157,3 +157,36 @@ def test_a_model_search_through_the_planner_never_starts_a_point_its_failures_ru
     ruled = layout.read_sweep(d)["ruled_out"]
     assert ruled and not set(ruled) & set(handed)
     assert "failed" in info["cost"]["line"]
+
+
+def test_a_model_search_keeps_its_rounds_as_planned_when_its_failures_come_in(
+    tmp_path: Path,
+) -> None:
+    """Two hosts, failures remembered in the store as `fail-point` does: the replay at the end
+    gives round 0 as it was handed out, not a design redone with this sweep's own failures
+    (read back from the store) or split by a later round's run taken for an orphan."""
+    grid = {"budget": "32,48,64,96", "topk": "1,4", "window": "1024,2048"}
+    inp = plan_input(tmp_path, sweep_name="m", search="model", baseline="false", **grid)
+    inp["server"] = CAPABILITIES
+    d = Path(planner.start(inp)["root"])
+    first = [i["id"] for i in planner.current(d).to_dict()["queue"]]
+
+    def size(pid: str) -> int:
+        _, b, k, w = pid.split("-")[:4]
+        return int(b[1:]) * int(w[1:]) * (2 if k == "k4" else 1)
+
+    fails = {
+        f"ddtree-b{b}-k{k}-w{w}": "out of memory"
+        for b in (32, 48, 64, 96)
+        for k in (1, 4)
+        for w in (1024, 2048)
+    }
+    fails = {
+        pid: c for pid, c in fails.items() if size(pid) >= 96 * 1024 * 2 or size(pid) >= 48 * 2048
+    }
+    handed = [p for _, p in drive(d, ["h1", "h2"], fails)]
+    assert set(handed) & set(fails)  # the search met the edge
+    info = layout.read_json(d / "search.json") or {}
+    round0 = info["rounds"][0].split(": ", 1)[1].split(" (")[0].split(", ")
+    assert round0 == [pid for pid in first if pid in handed]
+    assert handed[: len(round0)] == round0
