@@ -13,20 +13,47 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_atomic
-from sweep import capacity, greedy, layout, render, sources
+from sweep import capacity, failures, greedy, layout, render, sources
 from sweep import objectives as objectives_mod
 from sweep.decision import winners
 from sweep.load import CAPACITY_OBJECTIVE
 from sweep.results import PointResult, baseline_of, load_points, rows, twins
-from sweep.search_rounds import SEARCH_FILE, full_benches
+from sweep.search_rounds import SEARCH_FILE, full_benches, level_dir
+
+
+def past_edge(points: list[PointResult]) -> list[str]:
+    """Points this build cannot run on these hosts: failed for a cause that teaches (out of
+    memory, a rejected flag) or ruled out by such a failure (sweep/failures.py). They are
+    answers, not gaps: a rerun starts none of them, so they are not `incomplete`."""
+    return [
+        p.point_id
+        for p in points
+        if p.status == "ruled out"
+        or (p.status == "failed" and p.meta.get("cause") in failures.TEACHING)
+    ]
+
+
+def _search_failed(sweep_dir: Path, search: dict[str, Any]) -> list[str]:
+    """A search's failed runs ("<point>@L<level>") a rerun would try again: not those whose
+    cause teaches."""
+    levels = int((search.get("strategy") or {}).get("levels") or 1)
+    out = []
+    for run in search.get("failed") or []:
+        pid, _, level = str(run).rpartition("@L")
+        d = level_dir(sweep_dir, int(level), levels) if level.isdigit() else sweep_dir
+        cause = (layout.read_json(d / pid / layout.FAILURE_FILE) or {}).get("cause")
+        if cause not in failures.TEACHING:
+            out.append(str(run))
+    return out
 
 
 def incomplete(
     sweep_dir: Path, points: list[PointResult], search: dict[str, Any] | None = None
 ) -> list[str]:
-    """Points the latest run planned that are not complete (failed, or never ran). A search
-    that is over planned only its full benches (search.json's `full`) and the baseline: a point
-    a halving round might have benched on and did not is not missing."""
+    """Points the latest run planned that are not complete (failed, or never ran) and that a
+    rerun would start (not past_edge). A search that is over planned only its full benches
+    (search.json's `full`) and the baseline: a point a halving round might have benched on and
+    did not is not missing."""
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or []
     planned = runs[-1].get("points", []) if runs else [p.point_id for p in points]
     full = full_benches(search)
@@ -34,7 +61,8 @@ def incomplete(
         wanted = full | {p.point_id for p in points if p.baseline}
         planned = [pid for pid in planned if pid in wanted]
     status = {p.point_id: p.status for p in points}
-    return [pid for pid in planned if status.get(pid) != "complete"]
+    edge = set(past_edge(points))
+    return [pid for pid in planned if status.get(pid) != "complete" and pid not in edge]
 
 
 def write_report(
@@ -94,10 +122,11 @@ def write_report(
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
+        "past_edge": past_edge(points),
         # a search's failed runs (this invocation's, at any level) count too, and so does a
         # search the playbook's rounds did not finish
         "incomplete": incomplete(sweep_dir, points, search)
-        + list((search or {}).get("failed") or [])
+        + (_search_failed(sweep_dir, search) if search else [])
         + (
             [f"{search['search']} search not over (rerun to go on)"]
             if search and not search.get("done")

@@ -72,6 +72,9 @@ def test_out_of_memory_rules_out_the_larger_points_and_a_rerun_starts_none_of_th
     time.sleep(0.01)
     assert drive(start(tmp_path), ["h1"], {}) == []  # the rerun: nothing to start
     out = report.write_report(d, with_plots=False)
+    # answers, not gaps: the playbook does not fail on them or ask for a rerun
+    assert out["incomplete"] == []
+    assert sorted(out["past_edge"]) == ["ddtree-b16-k4-w1024", *sorted(ruled)]
     md = Path(out["report"]).read_text()
     assert "3 ruled out by a failure" in md
     assert (
@@ -100,6 +103,8 @@ def test_a_crash_is_tried_once_more_on_another_host_and_rules_out_nothing(tmp_pa
     assert len(tries) == 2 and tries[0] != tries[1]
     assert len(handed) == 8  # every point, the crashed one twice
     assert not (layout.read_sweep(d) or {}).get("ruled_out")
+    out = report.write_report(d, with_plots=False)
+    assert out["incomplete"] == [crashed] and out["past_edge"] == []  # a rerun tries it again
 
 
 def test_a_crash_on_the_only_host_is_not_tried_again_in_the_invocation(tmp_path: Path) -> None:
