@@ -41,8 +41,9 @@ with at least `out_df` (6) degrees of freedom in it (never for the first points 
 while the noise is unknown), out_z 4: a value more than 4 sd of the difference of one
 repetition and the best's mean beyond the margin below the best. At 2 % noise and a best of 9
 repetitions that is about 10 % below the best; at 5 % and a best of 32, about 20 %. The bench's
-runner is to ask it after the first repetition's cells (bench/runner.py run_benchmark: not wired
-there yet); benchmarks/search_surfaces.py adaptive() does.
+runner asks it once the first repetition's cells are recorded, before the second's (bench/runner.py
+run_benchmark); a point clearly out keeps its one repetition, and the decision goes to more.json.
+benchmarks/search_surfaces.py adaptive() applies the same rule.
 
 Why these figures: benchmarks/search_surfaces.py (benchmarks/README.md, "More repetitions" and
 "An edge, two more families and the time", 2026-12-05: up to 48 repetitions and the old bar

@@ -413,6 +413,31 @@ def _matrix(cfg: RunConfig, repetitions: int) -> list[Cell]:
     )
 
 
+def _first_done(cfg: RunConfig) -> bool:
+    """Whether every cell of the run's first repetition is recorded."""
+    return all(records.is_done(cfg.out, c.cell_id) for c in _matrix(cfg, 1))
+
+
+def _values(cfg: RunConfig) -> tuple[float, ...]:
+    rule = cfg.more
+    assert rule is not None
+    recs = records.load_records(cfg.out)
+    return objective.run_values(rule.objective, cfg.out, recs, rule.slo_ttft_ms, rule.slo_tpot_ms)
+
+
+def _clearly_out(cfg: RunConfig, progress: Progress) -> bool:
+    """MoreRule.first after the first repetition: True when the point is clearly out and the run
+    stops there (no more repetitions on this server); the decision goes to more.json. Decided
+    again from the records when a run resumes, so it decides the same."""
+    rule = cfg.more
+    assert rule is not None
+    step = rule.first(_values(cfg))
+    progress.log(f"after the first repetition, {step.mean:.4g}: {step.why}")
+    if not step.more:
+        records.write_json(cfg.out / MORE_FILE, rule.record([step]))
+    return not step.more
+
+
 async def run_more(
     server: Server, builder: PromptBuilder, cfg: RunConfig, progress: Progress
 ) -> list[dict[str, Any]]:
@@ -423,13 +448,7 @@ async def run_more(
     steps: list[Step] = []
     written: list[dict[str, Any]] = []
     while True:
-        values = objective.run_values(
-            rule.objective,
-            cfg.out,
-            records.load_records(cfg.out),
-            rule.slo_ttft_ms,
-            rule.slo_tpot_ms,
-        )
+        values = _values(cfg)
         step = rule.step(values)
         steps.append(step)
         records.write_json(cfg.out / MORE_FILE, rule.record(steps))
@@ -500,15 +519,21 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         # ... and when the server cannot render chat-shaped prompts
         if greedy_due or any(c.category in CHAT_CATEGORIES for c in cells if c.cell_id in pending):
             await builder.chat.natural(greedy_pool(cfg)[0])
+        # the first repetition may put the point clearly out (MoreRule.first): judged once,
+        # before the second repetition's first cell
+        judged, out = cfg.more is None, False
         for cell in cells:
-            if cell.cell_id not in pending:
+            if cell.repetition > 0 and not judged:
+                judged = True
+                out = _first_done(cfg) and _clearly_out(cfg, progress)
+            if cell.cell_id not in pending or out:
                 progress.skip(cell.cell_id, cell.num_requests)
                 continue
             # server_info per cell: the configuration may have changed under a long run
             cell_info = await server.server_info()
             written.append(await run_cell(server, builder, cell, cfg, progress, cell_info))
             records.write_summaries(cfg.out)
-        if cfg.more is not None and cells:
+        if cfg.more is not None and cells and not out:
             written += await run_more(server, builder, cfg, progress)
         if templates:
             await run_capacity(server, builder, cfg, progress, templates)

@@ -45,7 +45,7 @@ from bench import more_repetitions
 from bench import objective as definitions
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule
 from bench.records import load_records, write_json
-from sweep import descent, layout, model_search, objectives, search
+from sweep import descent, failures, layout, model_search, objectives, search
 from sweep.descent import Descent
 from sweep.model_search import ModelSearch
 from sweep.objectives import Objective
@@ -140,7 +140,10 @@ def replay(
         coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
         grid = descent.Grid.of(coords)
         if isinstance(strat, ModelSearch):
-            return model_search.replay(points, grid, measured, strat, warm, excluded, rules)
+            # the points' sizes in memory: a round runs smallest first, and an edge a failure
+            # shows is probed from below (as benchmarks/search_surfaces.py measures it)
+            sizes = failures.dominated(points)
+            return model_search.replay(points, grid, measured, strat, warm, excluded, rules, sizes)
         return descent.replay(points, grid, measured, strat)
     assert isinstance(strat, search.Halving)
     return search.replay(points, measured, strat)
@@ -255,12 +258,14 @@ def _timings(d: Path, point_id: str) -> dict[str, Any]:
     return (layout.read_json(d / point_id / layout.POINT_FILE) or {}).get("timings") or {}
 
 
-def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting | None:
+def accounting(
+    state: search.State[Any], sweep_dir: Path, repetitions: int = 1
+) -> search.Accounting | None:
     """Restarts and seconds of the search against the full grid, from the recorded load times
     (of the runs that restarted) and the median bench time of each level; None before any run
-    at the last level. The model search's runs count their own bench time (more repetitions:
-    bench/more_repetitions.py), and the grid's a run's with the fewest repetitions, the bench's
-    own."""
+    at the last level. The model search's runs count their own bench time (more repetitions,
+    or one when the first put the point clearly out: bench/more_repetitions.py), and the grid's
+    is the median seconds a repetition took, times the bench's own `repetitions`."""
     levels = state.strategy.levels
     loads: dict[str, float] = {}
     bench: list[list[float]] = [[] for _ in range(levels)]
@@ -288,10 +293,9 @@ def accounting(state: search.State[Any], sweep_dir: Path) -> search.Accounting |
     if not isinstance(state, model_search.ModelState):
         return search.account(state, loads, per_level, failed=failed)
     n = {pid: state.by_id[pid].n for pid in actual if pid in state.by_id}
-    fewest = min(n.values(), default=0)
-    base = [actual[pid] for pid in n if n[pid] == fewest]
-    if base:
-        per_level[-1] = statistics.median(base)
+    per_rep = [actual[pid] / n[pid] for pid in n if n[pid] > 0]
+    if per_rep:
+        per_level[-1] = statistics.median(per_rep) * max(repetitions, 1)
     return search.account(state, loads, per_level, actual, failed, tuple(state.ruled_out))
 
 
@@ -377,7 +381,7 @@ def search_info(
                 "reason": v.reason,
             }
     if state.done:
-        acc = accounting(state, sweep_dir)
+        acc = accounting(state, sweep_dir, repetitions)
         if acc is not None:
             info["cost"] = {
                 "line": acc.line(),

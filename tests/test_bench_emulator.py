@@ -378,8 +378,8 @@ def test_more_repetitions_while_the_point_may_still_be_the_best(
     start_emulator, model_dirs, tmp_path
 ):
     """--more-repetitions (bench/more_repetitions.py): a point far ahead of the best so far gets
-    batches of --repetitions more, new prompts each, up to the cap; one far behind gets none;
-    each decision is in more.json."""
+    batches of --repetitions more, new prompts each, up to the cap; one far behind gets none, and
+    none of its own after the first once the noise is known; each decision is in more.json."""
     emu = start_emulator(_flags(model_dirs), env=FIXED)
     url = f"http://127.0.0.1:{emu.port}"
     base = ["--categories", "random", "--contexts", "64", "--concurrency", "1"]
@@ -408,3 +408,10 @@ def test_more_repetitions_while_the_point_may_still_be_the_best(
     assert sorted(r["cell"]["repetition"] for r in behind) == [0, 1]
     assert [(s["repetitions"], s["more"]) for s in decided["steps"]] == [(2, False)]
     assert decided["rule"]["best"] == 1e9
+    # with the noise known (6 degrees of freedom at 2 %), the first repetition puts a point that
+    # far behind clearly out: the run stops there, before its own second repetition
+    rule = {**rule, "ss": 6 * 0.02**2, "df": 6}
+    out_, decided = run("out", 1e9)
+    assert sorted(r["cell"]["repetition"] for r in out_) == [0]
+    assert [(s["repetitions"], s["more"]) for s in decided["steps"]] == [(1, False)]
+    assert "clearly out" in decided["steps"][0]["why"]

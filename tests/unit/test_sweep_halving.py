@@ -40,9 +40,9 @@ def measure(
     restarted: bool = True,
     repetitions: int = 3,
 ) -> None:
-    """A complete run of `pid` in sweep dir `d`: `repetitions` (a multiple of 3) around `mean`
-    tok/s."""
-    values = [mean - 1.0, mean, mean + 1.0] * (repetitions // 3)
+    """A complete run of `pid` in sweep dir `d`: `repetitions` (1, or a multiple of 3) around
+    `mean` tok/s."""
+    values = [mean] if repetitions == 1 else [mean - 1.0, mean, mean + 1.0] * (repetitions // 3)
     _rep_point(d, pid, values, server=server(pid))
     meta = layout.read_json(d / pid / layout.POINT_FILE) or {}
     timings = {

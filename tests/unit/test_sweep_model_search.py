@@ -454,7 +454,9 @@ def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
     info = json.loads((d / "search.json").read_text())
     assert info["search"] == "model" and info["done"]
     assert info["grid_restarts"] == 40 - TWINS  # a twin is no point of its own
-    assert len(handed) == len(set(handed)) == info["restarts"] < 0.6 * info["grid_restarts"]
+    # (round 0 from the smaller half of the points in memory, sweep/failures.py dominated:
+    # 16 of 26 here, one more than a design from the whole grid)
+    assert len(handed) == len(set(handed)) == info["restarts"] < 0.65 * info["grid_restarts"]
     every = [
         Point("DDTREE", b, k, w)
         for b in (8, 16, 32, 48, 64)
@@ -552,25 +554,21 @@ def test_its_cost_counts_each_runs_own_bench_and_the_grids_at_the_benchs_repetit
 ) -> None:
     """A run that went on with more repetitions costs its own bench time in the search's cost
     line; the full grid's estimate takes a bench of the sweep's own repetitions, not the
-    median of runs that may have had more."""
+    median of runs that may have had more, or only one (clearly out after the first)."""
     d = start(tmp_path, baseline="false", repetitions="3", **GRID)
-    handed = []
+    handed: list[float] = []
     for _ in range(100):
         a = planner.next_run(d, "h1", lost=set())
         if a["action"] != "run":
             break
         pid = a["item"]["id"]
-        longer = len(handed) % 2 == 0  # every other run: 9 repetitions, three times the bench
-        measure_one(
-            d, pid, speed(pid), bench_s=15.0 if longer else 5.0, repetitions=9 if longer else 3
-        )
-        handed.append(longer)
+        # in turn: 9 repetitions (three times the bench), the bench's 3, and 1 (stopped there)
+        reps = (9, 3, 1)[len(handed) % 3]
+        measure_one(d, pid, speed(pid), bench_s=5.0 * reps / 3, repetitions=reps)
+        handed.append(5.0 * reps / 3)
     info = json.loads((d / "search.json").read_text())
     assert info["done"] and len(handed) == info["restarts"]
-    long_runs = sum(handed)
-    assert info["cost"]["search"]["seconds"] == pytest.approx(
-        10.0 * len(handed) + 15.0 * long_runs + 5.0 * (len(handed) - long_runs)
-    )
+    assert info["cost"]["search"]["seconds"] == pytest.approx(10.0 * len(handed) + sum(handed))
     assert info["cost"]["grid"]["seconds"] == pytest.approx(info["grid_restarts"] * (10.0 + 5.0))
     md = Path(write_report(d, with_plots=False)["report"]).read_text()
     assert (
@@ -601,15 +599,13 @@ def test_points_measured_before_under_the_same_identity_are_warm_starts(tmp_path
     assert out["search"]["warm"] == warm
     status = {p["id"]: p["status"] for p in out["points"]}
     assert [status[pid] for pid in warm] == ["reused", "reused"]  # copied, not run
-    assert [i["id"] for i in out["queue"] if not i["baseline"]] == [
-        "ddtree-b16-k4-w2048",
-        "ddtree-b64-k4-w2048",
-    ]
-    assert out["search"]["restarts"] == 2
+    # round 0 from the smaller half in memory (sweep/failures.py dominated): b16 first
+    assert [i["id"] for i in out["queue"] if not i["baseline"]] == ["ddtree-b16-k4-w2048"]
+    assert out["search"]["restarts"] == 1
     assert out["search"]["rounds"][0].startswith("warm start (measured before under the same")
     # copied into the sweep, they stay warm starts in every later plan
     again = make_plan({**plan_input(tmp_path, **cli), "server": CAPABILITIES}).to_dict()
-    assert again["search"]["warm"] == warm and again["search"]["restarts"] == 2
+    assert again["search"]["warm"] == warm and again["search"]["restarts"] == 1
 
 
 def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any) -> None:

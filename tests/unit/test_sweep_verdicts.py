@@ -159,8 +159,13 @@ def test_a_model_search_through_the_planner_never_starts_a_point_its_failures_ru
     failed = [pid for pid in handed if pid in fails]
     for i, pid in enumerate(failed):
         assert not any(failures.at_least_as_large(point(pid), point(e)) for e in failed[:i])
-    ruled = layout.read_sweep(d)["ruled_out"]
-    assert ruled and not set(ruled) & set(handed)
+    ruled = [
+        pid
+        for line in info["rounds"]
+        if line.startswith("ruled out (by the failure of ")
+        for pid in line.split("never run: ", 1)[1].split(", ")
+    ]
+    assert ruled and not set(ruled) & set(handed), info["rounds"]
     assert "failed" in info["cost"]["line"]
 
 
