@@ -27,17 +27,35 @@ once more on another host where there is one, then recorded failed (sweep/plan.p
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 
 from sweep.points import Point
 
-OUT_OF_MEMORY = "out of memory"
-REJECTED_FLAG = "rejected flag"
-CRASH = "crash"
-READINESS_TIMEOUT = "readiness timeout"
-HOST_LOST = "host lost"
-CAUSES = (OUT_OF_MEMORY, REJECTED_FLAG, CRASH, READINESS_TIMEOUT, HOST_LOST)
+CLASSIFIER = Path(__file__).resolve().parents[1] / "module_utils" / "sglang_failure_cause.py"
+
+
+@functools.cache
+def classifier() -> ModuleType:
+    """module_utils/sglang_failure_cause.py, the project's one classifier and the causes' words
+    (it runs on the host inside sglang_ready too), loaded by path: no ansible import in it."""
+    spec = importlib.util.spec_from_file_location("sglang_failure_cause", CLASSIFIER)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+OUT_OF_MEMORY: str = classifier().OUT_OF_MEMORY
+REJECTED_FLAG: str = classifier().REJECTED_FLAG
+CRASH: str = classifier().CRASH
+READINESS_TIMEOUT: str = classifier().READINESS_TIMEOUT
+HOST_LOST: str = classifier().HOST_LOST
+CAUSES: tuple[str, ...] = classifier().CAUSES
 # the causes that say something about other points: never retried, they rule points out
 TEACHING = (OUT_OF_MEMORY, REJECTED_FLAG)
 MEMORY_AXES = ("budget", "topk", "window")

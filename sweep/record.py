@@ -8,7 +8,6 @@ leaves either no point directory (the point is redone) or a whole one.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
 import shutil
@@ -20,12 +19,11 @@ from typing import Any
 from bench.capacity import CAPACITY_FILE
 from bench.more_repetitions import MORE_FILE
 from bench.records import write_json
-from sweep import greedy, layout, store
+from sweep import failures, greedy, layout, store
 
 RECORDS = "records"
 POINT_FORMAT = 1
 # The classifier sglang_ready runs on the host, standard library only: this same file, by path.
-FAILURE_CAUSE = Path(__file__).resolve().parents[1] / "module_utils" / "sglang_failure_cause.py"
 
 
 class RecordError(RuntimeError):
@@ -165,6 +163,8 @@ def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:
             "status": "failed",
             "sweep": sweep_dir.name,
             "host": info.get("host"),
+            # the hardware class: an out-of-memory verdict holds on this class only
+            "host_class": str(info.get("host_class") or ""),
             "server": point.get("server"),
             "baseline": bool(point.get("baseline")),
             "failed_task": info.get("task"),
@@ -182,7 +182,7 @@ def failure_cause(info: dict[str, Any], journal: list[str]) -> dict[str, Any]:
     """cause, cause_detail and, for a rejected flag, flags: sglang_ready's, which the playbook
     passes (or its `host lost`), else the journal's by the same classifier; a failure that shows
     nothing there (a bench error after the server was ready) is a crash."""
-    causes = failure_causes()
+    causes = failures.classifier()
     given = info.get("cause")
     if given in causes.CAUSES:
         found = causes.Cause(
@@ -196,18 +196,6 @@ def failure_cause(info: dict[str, Any], journal: list[str]) -> dict[str, Any]:
     if found.cause == causes.REJECTED_FLAG:
         out["flags"] = list(found.flags)
     return out
-
-
-@functools.cache
-def failure_causes() -> Any:
-    """module_utils/sglang_failure_cause.py, loaded once (no ansible import in it)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sglang_failure_cause", FAILURE_CAUSE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_info(text: str) -> dict[str, Any]:

@@ -135,8 +135,7 @@ def learn(
                 f = _from_store(entry, by_id)
                 if f is not None and f.point.point_id not in failed:
                     taught.append(f)
-    distinct = {c for c in classes if c}
-    usable = [f for f in taught if not f.where or not distinct or distinct == {f.where}]
+    usable = [f for f in taught if _applies(f, classes)]
     ruled = failures.ruled_out(points, usable, _flags_of(identities))
     # a point that failed for good in an earlier sweep is not started here either
     for f in usable:
@@ -144,6 +143,13 @@ def learn(
         if pid in by_id and pid not in failed:
             ruled.setdefault(pid, RuledOut(pid, f))
     return Lessons(tuple(usable), frozenset(failed), ruled)
+
+
+def _applies(f: Failure, classes: Collection[str]) -> bool:
+    """A failure on one hardware class teaches only where every host is of that class (an
+    unknown class, "", on either side: it does)."""
+    distinct = {c for c in classes if c}
+    return not f.where or not distinct or distinct == {f.where}
 
 
 def _flags_of(
@@ -172,13 +178,12 @@ def for_search(
     the points after it."""
     before = learn(sweep_dir, points, identities, classes, fresh, started, until=started)
     by_id = {p.point_id: p for p in points}
-    distinct = {c for c in classes if c}
     flags_of = _flags_of(identities)
 
     def rules(pid: str) -> frozenset[str]:
         record = layout.read_json(sweep_dir / pid / layout.FAILURE_FILE) or {}
         f = failure_of(by_id[pid], record) if pid in by_id else None
-        if f is None or (f.where and distinct and distinct != {f.where}):
+        if f is None or not _applies(f, classes):
             return frozenset()
         return frozenset(failures.ruled_out(points, [f], flags_of))
 

@@ -224,7 +224,7 @@ def test_one_list_of_causes_and_no_ansible_import_so_the_controller_loads_it() -
         for a in n.names
     ]
     assert not [m for m in imported if m and m.split(".")[0] not in ("__future__", "re", "typing")]
-    assert record.failure_causes().CAUSES == fc.CAUSES
+    assert failures.classifier().CAUSES == failures.CAUSES == fc.CAUSES
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,10 +67,13 @@ def test_members_escaping_the_point_are_refused(tmp_path: Path) -> None:
 def test_failure_then_success(tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     fail = info("p", SERVER, 0.0, reason="server crashed", journal="a\nb\n", task="wait")
-    record.fail_point(sweep, fail)
+    record.fail_point(sweep, {**fail, "host_class": "8x H200"})
+    # the class a verdict holds on (sweep/verdicts.py failure_of)
+    assert json.loads((sweep / "p" / "failure.json").read_text())["host_class"] == "8x H200"
     record.fail_point(sweep, fail)
     failure = json.loads((sweep / "p" / "failure.json").read_text())
     assert failure["attempt"] == 2
+    assert failure["host_class"] == ""  # the second attempt's host published none
     assert failure["journal"] == ["a", "b"]
     assert layout.point_status(sweep, "p") == "failed"
     record.finish_point(sweep, archive(tmp_path, 100.0, 4.0), info("p", SERVER, 0.0))
