@@ -80,9 +80,12 @@ class Plan:
             )
         busy = min(len(self.hosts), len(self.pending))
         if not self.pending:
-            return (
-                f"sweep {self.name}: all {len(self.points)} points complete{reused}, nothing to run"
+            counted = (
+                f"all {len(self.points)} points complete"
+                if complete + len(self.same) + len(self.reuse) == len(self.points)
+                else f"{len(self.points)} points, {complete} complete"
             )
+            return f"sweep {self.name}: {counted}{reused}, nothing to run"
         return (
             f"sweep {self.name}: {len(self.points)} points, {complete} complete{reused}, "
             f"{len(self.pending)} to run ({retries} retried after failure) on {busy} host(s)"

@@ -96,7 +96,10 @@ def line(sweep_dir: Path, point_id: str | None = None, now: float | None = None)
         rec = layout.read_json(sweep_dir / point_id / name) or {}
         t = rec.get("timings") or {}
         what = f"{point_id} {status}"
-        if t:
+        if t and status == "failed":
+            # a failed start never reached its ready line: no load or bench time to split out
+            what += f" after {fmt_duration(t.get('wall_s'))}"
+        elif t:
             what += (
                 f" in {fmt_duration(t.get('wall_s'))} (load {fmt_duration(t.get('load_s'))}"
                 f"{'' if t.get('restarted') else ', no restart'}"

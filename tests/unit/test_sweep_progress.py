@@ -57,6 +57,12 @@ def test_line_counts_done_and_estimates_the_rest(tmp_path: Path) -> None:
     line = progress.line(sweep, "a", now=1300.0)
     assert "2/4 done (1 failed)" in line and "a complete in 1m40s" in line
     assert "ETA 1m40s" in line
+    write_json(
+        sweep / "b" / layout.FAILURE_FILE,
+        {"timings": {"finished": 1200.0, "wall_s": 8.0}, "reason": "x", "cause": "out of memory"},
+    )
+    # a failed start: its seconds to failure, no load or bench split it never had
+    assert "| b failed after 8s: out of memory: x |" in progress.line(sweep, "b", now=1300.0)
 
 
 def test_failures_of_earlier_runs_are_not_done(tmp_path: Path) -> None:

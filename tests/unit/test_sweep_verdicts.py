@@ -71,6 +71,10 @@ def test_out_of_memory_rules_out_the_larger_points_and_a_rerun_starts_none_of_th
     assert ruled["ddtree-b32-k4-w2048"]["by"] == "ddtree-b16-k4-w1024"
     time.sleep(0.01)
     assert drive(start(tmp_path), ["h1"], {}) == []  # the rerun: nothing to start
+    assert planner.current(d).summary() == (
+        "sweep s: 7 points, 3 complete, 1 failed for good (out of memory or a rejected flag), "
+        "3 ruled out by such failures, nothing to run"
+    )
     out = report.write_report(d, with_plots=False)
     # answers, not gaps: the playbook does not fail on them or ask for a rerun
     assert out["incomplete"] == []
