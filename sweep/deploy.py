@@ -166,3 +166,48 @@ def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
     # One short write in append mode: hosts of one batch may record at the same time.
     with (sweep_dir / DEPLOYMENTS).open("a", encoding="utf-8") as f:
         f.write(line)
+
+
+def _seconds(entry: dict[str, Any]) -> float | None:
+    """Its host's time out of the load balancer: rejoined less left_pool (None: not both)."""
+    try:
+        return float(entry["rejoined"]) - float(entry["left_pool"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def section(sweep_dir: Path) -> list[str]:
+    """report.md's "Deployments": every host's roll-outs of this sweep's points from
+    deployments.jsonl (a line that does not parse is skipped), with its time out of the load
+    balancer; [] when nothing was deployed."""
+    try:
+        lines = (sweep_dir / DEPLOYMENTS).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    entries = []
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and e.get("event") in ("deployed", "rolled back", "down"):
+            entries.append(e)
+    if not entries:
+        return []
+    out = [
+        "## Deployments",
+        "",
+        f"From `{DEPLOYMENTS}`. Out of the pool: from leaving the load balancer to rejoining it "
+        "(docs/balancer.md); - where the host has none, or did not rejoin.",
+        "",
+        "| time (UTC) | host | event | point | out of the pool |",
+        "|---|---|---|---|---|",
+    ]
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(e.get("time") or 0)))
+        s = _seconds(e)
+        out.append(
+            f"| {when} | {e.get('host', '?')} | {e['event']} | {e.get('point', '?')} | "
+            f"{'-' if s is None else f'{s:.1f} s'} |"
+        )
+    return out

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import write_atomic
-from sweep import capacity, failures, greedy, layout, render, sources
+from sweep import capacity, deploy, failures, greedy, layout, render, sources
 from sweep import objectives as objectives_mod
 from sweep.decision import winners
 from sweep.load import CAPACITY_OBJECTIVE
@@ -115,6 +115,9 @@ def write_report(
     )
     if load_md:
         md = md.rstrip("\n") + "\n\n" + "\n".join(load_md)
+    deployed = deploy.section(sweep_dir)
+    if deployed:
+        md = md.rstrip("\n") + "\n\n" + "\n".join(deployed) + "\n"
     plots += load_plots
     write_atomic(sweep_dir / "report.md", md)
     return {

@@ -10,7 +10,7 @@ import pytest
 from test_sweep_fakes import archive, plan_input
 from test_sweep_report import BASE, _rep_point
 
-from sweep import deploy, layout, plan, record
+from sweep import deploy, layout, plan, record, report
 from sweep.params import SweepInputError
 
 
@@ -84,6 +84,28 @@ def test_records_are_appended(tmp_path: Path) -> None:
     deploy.record(tmp_path, {"host": "b", "point": "p"})
     lines = (tmp_path / deploy.DEPLOYMENTS).read_text().splitlines()
     assert [json.loads(x)["host"] for x in lines] == ["a", "b"]
+
+
+def test_the_report_lists_each_hosts_deployments_with_its_time_out_of_the_pool(
+    tmp_path: Path,
+) -> None:
+    sweep = tmp_path / "s"
+    _rep_point(sweep, "baseline", [100.0, 101.0, 99.0], server=BASE)
+    layout.write_sweep(sweep, {"name": "s", "runs": []})
+    assert deploy.section(sweep) == []  # nothing deployed: no section
+    deploy.record(sweep, {"event": "canary", "host": "a", "point": "baseline"})
+    out_of_pool = {"left_pool": 10.0, "rejoined": 52.5}
+    deploy.record(sweep, {"event": "deployed", "host": "a", "point": "baseline", **out_of_pool})
+    deploy.record(sweep, {"event": "deployed", "host": "b", "point": "baseline", "left_pool": None})
+    with (sweep / deploy.DEPLOYMENTS).open("a") as f:
+        f.write("not json\n")  # a torn line is skipped, not fatal
+    md = Path(report.write_report(sweep, with_plots=False)["report"]).read_text()
+    rows_ = [line for line in md.splitlines() if line.startswith("| ") and " deployed " in line]
+    assert [r.strip("| ").split(" | ")[1:] for r in rows_] == [
+        ["a", "deployed", "baseline", "42.5 s"],
+        ["b", "deployed", "baseline", "-"],
+    ]
+    assert "## Deployments" in md
 
 
 def test_a_clear_winner_is_chosen_without_naming_it(tmp_path: Path) -> None:
