@@ -6,6 +6,7 @@ deactivating (real SGLang keeps accepting requests while it drains, so endless t
 forever). Another thread polls /v1/models every 0.2 s, the way the seeds' sweep script did, and
 records which served model name answered. Writes one JSON object to OUT:
   {"streams": [{start, end, status, tokens, finish, error}], "polls": [{t, status, model}],
+   (a stream cut after its 200: status 200, fewer tokens, its error)
    "deactivating_at": t}
 Times are time.time() epoch seconds. The API key comes from $SGLANG_API_KEY.
 """
@@ -62,7 +63,10 @@ def one_stream(n: int) -> dict[str, Any]:
             if meta.get("finish_reason"):
                 rec["finish"] = meta["finish_reason"].get("type")
         conn.close()
-    except OSError as exc:
+        # the server exited with the response begun: the body just ends (no error raised)
+        if resp.status == 200 and rec["finish"] is None:
+            rec["error"] = f"cut: the stream ended after {rec['tokens']} token(s), no finish_reason"
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         rec["error"] = f"{type(exc).__name__}: {exc}"
     rec["end"] = time.time()
     return rec
