@@ -10,13 +10,14 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
 IMAGE=${TESTHOST_IMAGE:-localhost/sglang-testhost:bookworm}
 SUITE=bookworm
 # python3-venv and python3-pip: provisioning roles build venvs on the host from local wheels,
-# offline.
+# offline. haproxy: the load balancer of molecule deploy (a host of its own there, which enables it);
+# disabled in the image, since its unit's BindReadOnlyPaths= cannot be set up in a container.
 PACKAGES=(
   systemd systemd-sysv dbus python3 python3-venv python3-pip python3-apt
-  sudo iproute2 procps curl ca-certificates
+  sudo iproute2 procps curl ca-certificates haproxy
 )
 # Everything that changes the rootfs goes into the hash; bump RECIPE_REV when editing other options.
-RECIPE_REV=1
+RECIPE_REV=2
 include=$(IFS=,; echo "${PACKAGES[*]}")
 hash=$(printf '%s\n' "$RECIPE_REV" "$SUITE" minbase "$include" | sha256sum | cut -c1-16)
 tarball=cache/sglang-testhost-$SUITE-$hash.tar
@@ -42,6 +43,7 @@ if [ ! -f "$tarball" ]; then
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --customize-hook='rm -f "$1"/etc/systemd/system/multi-user.target.wants/haproxy.service' \
     "$SUITE" "$tarball.partial"
   mv "$tarball.partial" "$tarball"
   echo "test-image: rootfs built in $((SECONDS - start)) s"

@@ -198,16 +198,24 @@ def section(sweep_dir: Path) -> list[str]:
         "## Deployments",
         "",
         f"From `{DEPLOYMENTS}`. Out of the pool: from leaving the load balancer to rejoining it "
-        "(docs/balancer.md); - where the host has none, or did not rejoin.",
+        "(docs/balancer.md); - where the host has none, or did not rejoin. In flight: requests "
+        "still in flight at the restart (0 unless the drain timed out); sent while out: what the "
+        "balancer sent the host between its drain and its rejoin (HAProxy's counters; 0 is right).",
         "",
-        "| time (UTC) | host | event | point | out of the pool |",
-        "|---|---|---|---|---|",
+        "| time (UTC) | host | event | point | out of the pool | in flight | sent while out |",
+        "|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(e.get("time") or 0)))
         s = _seconds(e)
         out.append(
             f"| {when} | {e.get('host', '?')} | {e['event']} | {e.get('point', '?')} | "
-            f"{'-' if s is None else f'{s:.1f} s'} |"
+            f"{'-' if s is None else f'{s:.1f} s'} | {_told(e.get('in_flight'))} | "
+            f"{_told(e.get('sent_while_out'))} |"
         )
     return out
+
+
+def _told(value: Any) -> str:
+    """A recorded count, or - when the balancer did not tell."""
+    return "-" if value is None or value == "" else str(value)

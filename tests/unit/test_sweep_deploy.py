@@ -94,7 +94,7 @@ def test_the_report_lists_each_hosts_deployments_with_its_time_out_of_the_pool(
     layout.write_sweep(sweep, {"name": "s", "runs": []})
     assert deploy.section(sweep) == []  # nothing deployed: no section
     deploy.record(sweep, {"event": "canary", "host": "a", "point": "baseline"})
-    out_of_pool = {"left_pool": 10.0, "rejoined": 52.5}
+    out_of_pool = {"left_pool": 10.0, "rejoined": 52.5, "in_flight": 0, "sent_while_out": 0}
     deploy.record(sweep, {"event": "deployed", "host": "a", "point": "baseline", **out_of_pool})
     deploy.record(sweep, {"event": "deployed", "host": "b", "point": "baseline", "left_pool": None})
     with (sweep / deploy.DEPLOYMENTS).open("a") as f:
@@ -102,8 +102,8 @@ def test_the_report_lists_each_hosts_deployments_with_its_time_out_of_the_pool(
     md = Path(report.write_report(sweep, with_plots=False)["report"]).read_text()
     rows_ = [line for line in md.splitlines() if line.startswith("| ") and " deployed " in line]
     assert [r.strip("| ").split(" | ")[1:] for r in rows_] == [
-        ["a", "deployed", "baseline", "42.5 s"],
-        ["b", "deployed", "baseline", "-"],
+        ["a", "deployed", "baseline", "42.5 s", "0", "0"],
+        ["b", "deployed", "baseline", "-", "-", "-"],
     ]
     assert "## Deployments" in md
 
