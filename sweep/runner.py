@@ -31,6 +31,10 @@ PIDFILE = "pid"  # ansible-runner start's pidfile, in the private data directory
 DAEMON_LOG = "daemon.log"  # ansible-runner start's error log, in the private data directory
 _PROGRESS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] sweep \S+: .*")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # ansible colours its output on runner's terminal
+# roles/sglang_server/tasks/balancer_rejoin.yml's line (ansible may wrap it)
+_REJOINED = re.compile(
+    r"(\S+)\s+back\s+in\s+its\s+load\s+balancer\s+after\s+([0-9.]+)\s+s\s+out\s+of\s+the\s+pool"
+)
 
 
 class RunnerError(RuntimeError):
@@ -184,6 +188,8 @@ def status(private_dir: Path, ident: str) -> dict[str, Any]:
         "state": state,
         "rc": int(rc) if rc not in (None, "") else None,
         "last_progress": progress[-1].rstrip('\x27"') if progress else None,
+        # each host's time out of its load balancer at its last restart of the run
+        "out_of_pool_s": {host: float(s) for host, s in _REJOINED.findall(stdout)},
         "artifacts": str(art),
         **detached,
     }

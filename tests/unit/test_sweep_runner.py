@@ -34,6 +34,9 @@ def test_status_from_artifacts(tmp_path: Path) -> None:
         "TASK [x]\n    msg: '[2026-01-01 10:00:00] sweep s: 1/3 done | elapsed 5s | ETA 10s'\n"
         "\x1b[0;32m    msg: '[2026-01-01 10:01:00] sweep s: 2/3 done | elapsed 65s | ETA 5s'"
         "\x1b[0m\n"
+        "    msg: gpu-01 back in its load balancer after 41.0 s out of the pool; requests\n"
+        "    msg: gpu-02 back in its load balancer after 12.5 s out\n      of the pool\n"
+        "    msg: gpu-01 back in its load balancer after 39.5 s out of the pool\n"
     )
     (art / "status").write_text("failed")
     (art / "rc").write_text("2")
@@ -43,6 +46,8 @@ def test_status_from_artifacts(tmp_path: Path) -> None:
         "[2026-01-01 10:01:00] sweep s: 2/3 done | elapsed 65s | ETA 5s"
     )  # ansible's colours left out
     assert "pid" not in st  # a foreground run: no daemon to ask
+    # each host's last time out of its load balancer, a wrapped line too
+    assert st["out_of_pool_s"] == {"gpu-01": 39.5, "gpu-02": 12.5}
 
 
 def _dead_pid() -> int:
