@@ -62,12 +62,13 @@ def render() -> str:
         "# Parameters",
         "",
         "Every `-e` parameter of `sweep.yml` and `deploy.yml`. Generated from",
-        "`playbooks/vars/parameters.yml` by `scripts/parameters_doc.py`: edit that file, then run the",
-        "script (a test fails while the two differ). A bad value is refused by name before any host",
-        "changes.",
+        "`playbooks/vars/parameters.yml` by `scripts/parameters_doc.py`: edit that file, then",
+        "run the script (a test fails while the two differ). A bad value is refused by name",
+        "before any host changes.",
     ]
     for playbook, params in parameters().items():
-        lines += ["", f"## {PLAYBOOKS[playbook]}", "", "| name | default | meaning |", "|---|---|---|"]
+        lines += ["", f"## {PLAYBOOKS[playbook]}", ""]
+        lines += ["| name | default | meaning |", "|---|---|---|"]
         for p in params:
             meaning = str(p["meaning"]).replace("|", "\\|")
             lines.append(f"| `{p['name']}` | {default_of(p)} | {meaning} |")
