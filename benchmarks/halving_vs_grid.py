@@ -75,7 +75,6 @@ from sweep import objectives  # noqa: E402
 from sweep.descent import Descent, Grid  # noqa: E402
 from sweep.descent import search as descend  # noqa: E402
 from sweep.model_search import ModelSearch  # noqa: E402
-from sweep.model_search import describe as describe_model  # noqa: E402
 from sweep.model_search import search as model_search  # noqa: E402
 from sweep.points import Point  # noqa: E402
 from sweep.search import (  # noqa: E402
@@ -88,7 +87,7 @@ from sweep.search import (  # noqa: E402
     search,
     stats,
 )
-from sweep.search_rounds import more_rule  # noqa: E402
+from sweep.search_rounds import describe_model, more_rule  # noqa: E402
 
 EMULATOR_DIR = ROOT / "tests" / "emulator"
 THROUGHPUT = objectives.make("throughput")

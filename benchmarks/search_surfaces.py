@@ -15,6 +15,7 @@ grid's.
     .venv/bin/python benchmarks/search_surfaces.py --load-seconds 360 --rep-seconds 60  # the costs
     .venv/bin/python benchmarks/search_surfaces.py --classes edge,narrow --noises 0.05  # a subset
     .venv/bin/python benchmarks/search_surfaces.py --first-out 0  # no stop after one repetition
+    .venv/bin/python benchmarks/search_surfaces.py --no-memory  # without the runs' memory fit
 
 The grid: 6 budgets (8 16 32 48 64 96) x 4 topk (1 2 4 6) x 3 windows (1024 2048 4096) = 72 DDTree
 points. Seven classes of surface (the log objective as a function of log budget, topk and log
@@ -40,7 +41,11 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
   judged against the best point that can run. The model search gets sweep/failures.py
   dominated as `rules` (what a failure rules out) and `sizes` (which points are at least as
   large), as the sweep hands it every failure out of memory; every class gets them (no other
-  class fails).
+  class fails). A start that runs reports the share of its memory limit it used (memory_share:
+  the proxy over the limit, which lies halfway in logs between the largest point that runs and
+  the smallest that fails), as a run's journal does to the sweep (sweep/failures.py
+  memory_share), and the model search does not start a point the fit of those shares puts over
+  the limit (sweep/model_search.py _over_memory; `--no-memory`: without it).
 
 Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
 repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point
@@ -325,6 +330,25 @@ def failing(kind: str, index: int, seed: int) -> frozenset[str]:
     return frozenset(ranked[: max(1, round(frac * len(pts)))])
 
 
+def memory_share(kind: str, index: int, seed: int) -> dict[str, float]:
+    """What a start at each point of an edge surface reports of its memory (SGLang's avail mem
+    after graph capture, as a share of what is left for it): the proxy's memory over the limit,
+    which sits halfway (in logs) between the largest point that runs and the smallest that
+    fails; at or above 1 the start fails. Empty on the other classes."""
+    if kind != "edge":
+        return {}
+    rng = np.random.default_rng([seed, CLASSES.index(kind), index, 99])
+    c, a, _ = rng.uniform(0.1, 1.0), rng.uniform(0.3, 1.2), rng.uniform(0.1, 0.5)
+    fails = failing(kind, index, seed)
+    size = {
+        p.point_id: math.log(p.budget) + math.log1p(c * p.topk) + a * math.log(p.window)
+        for p in grid_points()
+    }
+    runs = max(v for pid, v in size.items() if pid not in fails)
+    limit = (runs + min(size[pid] for pid in fails)) / 2
+    return {pid: math.exp(v - limit) for pid, v in size.items()}
+
+
 def grid_points() -> list[Point]:
     pts = [Point("DDTREE", b, k, w) for b in BUDGETS for k in TOPKS for w in WINDOWS]
     return sorted(pts, key=Point.sort_key)
@@ -597,6 +621,7 @@ class Task:
     load_seconds: float = 360.0
     rep_seconds: float = 60.0
     out_z: float = more_repetitions.OUT_Z
+    memory: bool = True
 
 
 def cost(recorded: Sequence[Measurement], task: Task) -> tuple[float, int, int]:
@@ -637,8 +662,15 @@ def run_one(task: Task) -> dict[str, Outcome]:
         task.strategy,
         out_z=task.out_z,
     )
+    shares = memory_share(task.kind, task.index, task.seed) if task.memory else {}
     m_state, m_rec = model_search.search(
-        pts, grid, m_measure, task.strategy, rules=rules, sizes=rules
+        pts,
+        grid,
+        m_measure,
+        task.strategy,
+        rules=rules,
+        sizes=rules,
+        memory=shares.get if shares else None,
     )
     assert d_state.best is not None and m_state.best is not None
     d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
@@ -953,6 +985,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the cost model: seconds a repetition costs (60)",
     )
     ap.add_argument(
+        "--no-memory",
+        dest="memory",
+        action="store_false",
+        help="without the fit of the memory the runs report (the model search starts what only "
+        "a failure rules out)",
+    )
+    ap.add_argument(
         "--first-out",
         type=float,
         default=more_repetitions.OUT_Z,
@@ -1004,6 +1043,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.load_seconds,
             args.rep_seconds,
             args.first_out,
+            args.memory,
         )
         for nz in noises
         for k in classes

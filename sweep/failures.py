@@ -23,6 +23,8 @@ a readiness timeout, or the host lost. Two of them say something about other poi
 
 A crash, a readiness timeout or a lost host says nothing about another point: the point is tried
 once more on another host where there is one, then recorded failed (sweep/plan.py).
+
+A start that ran says how close it came to the edge: sweep/memory.py.
 """
 
 from __future__ import annotations

@@ -109,6 +109,7 @@ from typing import ClassVar
 from bench.more_repetitions import MARGIN, MAX_REPETITIONS
 from sweep import gaussian_process
 from sweep.descent import Grid
+from sweep.memory import over_limit
 from sweep.search import (
     Measurement,
     P,
@@ -226,6 +227,9 @@ class ModelState(State[P]):
     by_id: Mapping[str, Stats] = field(default_factory=dict)
     # point id -> the failed point that ruled it out ("" : ruled out before the search)
     ruled_out: Mapping[str, str] = field(default_factory=dict)
+    # point id -> the share of its memory limit the fit of the runs' shares puts it at (over 1:
+    # not started; sweep/memory.py over_limit)
+    over_memory: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def best(self) -> P | None:
@@ -563,6 +567,7 @@ def replay(
     excluded: Collection[str] = (),
     rules: Callable[[str], Iterable[str]] | None = None,
     sizes: Callable[[str], Iterable[str]] | None = None,
+    memory: Callable[[str], float | None] | None = None,
 ) -> ModelState[P]:
     """The search state the recorded measurements give (see the module docstring). `warm`:
     measurements taken before the search (another sweep's, under the same identity): known from
@@ -596,6 +601,7 @@ def replay(
     used = 0
     known: dict[str, Stats] = {}
     memo: dict[str, frozenset[str]] = {}
+    over: dict[str, float] = {}
 
     def larger(pid: str) -> frozenset[str]:
         """sizes(pid), once a point (memoised: the planner replays at every call)."""
@@ -637,6 +643,7 @@ def replay(
             ranked,
             stats_now,
             {pid: by for pid, by in ruled.items() if pid not in failed and pid not in values},
+            over,
         )
 
     def consume(runs: tuple[Run[P], ...]) -> None:
@@ -666,7 +673,10 @@ def replay(
         best = ranked[0].point_id if ranked else None
         edge = larger if sizes is not None and failed else None
         spent = sum(bool(src) for src in ruled.values())  # ruled out by this search's failures
-        step = _step(space, values, failed, best, strategy, ruled, edge, spent, small)
+        # the points the runs' memory puts over the limit are not started either
+        over = over_limit(grid, values, memory, {*ruled, *failed}) if memory else {}
+        unstarted = {**dict.fromkeys(over, ""), **ruled}
+        step = _step(space, values, failed, best, strategy, unstarted, edge, spent, small)
         # runs recorded that this replay did not pick (an invocation with another count of hosts
         # picked rounds of another size): measured all the same, so they join as a round of
         # their own before the search waits or ends, and no measurement is dropped
@@ -733,6 +743,7 @@ def search(
     excluded: Collection[str] = (),
     rules: Callable[[str], Iterable[str]] | None = None,
     sizes: Callable[[str], Iterable[str]] | None = None,
+    memory: Callable[[str], float | None] | None = None,
 ) -> tuple[ModelState[P], list[Measurement]]:
     """The whole search with `measure(point, 0) -> values` (one per repetition; []: failed),
     continuing from `measurements`, seeded by `warm`, with replay's `excluded`, `rules` and
@@ -740,61 +751,11 @@ def search(
     Returns the final state and the search's own measurements (the warm ones not among them)."""
     recorded = list(measurements)
     seeds = list(warm)
-    state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes)
+    state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes, memory)
     while not state.done:
         # one run at a time, as one host runs them: a failure rules out the round's rest
         run = state.pending[0]
         values = tuple(float(v) for v in measure(run.point, run.level))
         recorded.append(Measurement(run.point.point_id, run.level, values))
-        state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes)
+        state = replay(points, grid, recorded, strategy, seeds, excluded, rules, sizes, memory)
     return state, recorded
-
-
-def describe(state: ModelState[P]) -> list[str]:
-    """The report's lines: the warm starts, one line per round, the points left out and why,
-    the verdict with the points it would measure next, then the outcome."""
-    lines = []
-    if state.warm:
-        ids = ", ".join(p.point_id for p in state.warm)
-        lines.append(f"warm start (measured before under the same identity, no restart): {ids}")
-    for rnd in state.rounds:
-        if not rnd.runs:
-            continue
-        ids = ", ".join(r.point.point_id for r in rnd.runs)
-        line = f"round {rnd.index} level 0: {ids} ({sum(r.restart for r in rnd.runs)} restarts)"
-        if rnd.ranking:
-            line += f"; best so far {rnd.ranking[0].point_id}"
-        if rnd.failed:
-            line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
-        lines.append(line)
-    verdict = state.verdict
-    if state.done and verdict is not None:
-        measured = set(state.by_id) | {p.point_id for rnd in state.rounds for p in rnd.failed}
-        if state.ruled_out:
-            by: dict[str, list[str]] = {}
-            for pid, src in state.ruled_out.items():
-                by.setdefault(src, []).append(pid)
-            for src, outs in by.items():
-                what = f"by the failure of {src}" if src else "by failures before the search"
-                lines.append(f"ruled out ({what}), never run: {', '.join(outs)}")
-        never = [
-            p.point_id
-            for p in state.points
-            if p.point_id not in measured and p.point_id not in state.ruled_out
-        ]
-        if never:
-            why = (
-                f"by the model none beats the best by more than {verdict.margin:.1%}"
-                if verdict.settled
-                else "the restart budget ran out"
-            )
-            lines.append(f"not measured ({why}): {', '.join(never)}")
-        line = verdict.reason
-        if verdict.next:
-            line += f"; next to measure: {', '.join(verdict.next)}"
-        lines.append(line)
-    best = state.best
-    lines.append(
-        "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"
-    )
-    return lines

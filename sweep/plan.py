@@ -293,7 +293,8 @@ def _search_plan(
         sweep_dir, searched, identities, host_classes, inp.fresh, since
     )
     try:
-        state = search_rounds.replay(searched, measured, strat, warm, excluded, rules)
+        memory = search_rounds.memory_of(sweep_dir)
+        state = search_rounds.replay(searched, measured, strat, warm, excluded, rules, memory)
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
     # warm starts not copied into the sweep yet: planned with the round, so found and copied

@@ -45,7 +45,7 @@ from bench import more_repetitions
 from bench import objective as definitions
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule
 from bench.records import load_records, write_json
-from sweep import descent, failures, layout, model_search, objectives, search
+from sweep import descent, failures, layout, memory, model_search, objectives, search
 from sweep.descent import Descent
 from sweep.model_search import ModelSearch
 from sweep.objectives import Objective
@@ -132,10 +132,13 @@ def replay(
     warm: Sequence[search.Measurement] = (),
     excluded: Collection[str] = (),
     rules: Callable[[str], Iterable[str]] | None = None,
+    memory: Callable[[str], float | None] | None = None,
 ) -> search.State[Any]:
     """The search's state; descent and the model search place the points on the grid's axes
     first (a point left out, a twin, is a hole in the grid); `warm`: the model search's warm
-    starts; `excluded`, `rules`: what failures rule out (the model search's; sweep/verdicts.py)."""
+    starts; `excluded`, `rules`: what failures rule out (the model search's; sweep/verdicts.py);
+    `memory`: the share of its memory a point's run used (memory_of), which the model search
+    fits."""
     if isinstance(strat, (Descent, ModelSearch)):
         coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
         grid = descent.Grid.of(coords)
@@ -143,10 +146,27 @@ def replay(
             # the points' sizes in memory: a round runs smallest first, and an edge a failure
             # shows is probed from below (as benchmarks/search_surfaces.py measures it)
             sizes = failures.dominated(points)
-            return model_search.replay(points, grid, measured, strat, warm, excluded, rules, sizes)
+            return model_search.replay(
+                points, grid, measured, strat, warm, excluded, rules, sizes, memory
+            )
         return descent.replay(points, grid, measured, strat)
     assert isinstance(strat, search.Halving)
     return search.replay(points, measured, strat)
+
+
+def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
+    """A point's memory share (sweep/failures.py memory_share) from the journal its run left in
+    the sweep (read once a point: the planner replays at every host's ask)."""
+    cache: dict[str, float | None] = {}
+
+    def share(pid: str) -> float | None:
+        if pid not in cache:
+            journal = sweep_dir / pid / "journal.log"
+            text = journal.read_text(errors="replace") if journal.is_file() else ""
+            cache[pid] = memory.memory_share(text)
+        return cache[pid]
+
+    return share
 
 
 def level_bench(bench: dict[str, Any], level: int, levels: int) -> dict[str, Any]:
@@ -338,7 +358,7 @@ def search_info(
         "done": state.done or stopped,
         "stopped": stopped,
         "rounds": (
-            model_search.describe(state)
+            describe_model(state)
             if isinstance(state, model_search.ModelState)
             else search.describe(state)
         ),
@@ -455,3 +475,61 @@ def run_on(sweep_dir: Path, point_id: str) -> dict[str, Any]:
     if search.runs_on(points, measured, strat, point_id):
         return {"run": True, "why": "among the best screened so far"}
     return {"run": False, "why": "behind the best screened so far"}
+
+
+def describe_model(state: model_search.ModelState[Any]) -> list[str]:
+    """The report's lines: the warm starts, one line per round, the points left out and why,
+    the verdict with the points it would measure next, then the outcome."""
+    lines = []
+    if state.warm:
+        ids = ", ".join(p.point_id for p in state.warm)
+        lines.append(f"warm start (measured before under the same identity, no restart): {ids}")
+    for rnd in state.rounds:
+        if not rnd.runs:
+            continue
+        ids = ", ".join(r.point.point_id for r in rnd.runs)
+        line = f"round {rnd.index} level 0: {ids} ({sum(r.restart for r in rnd.runs)} restarts)"
+        if rnd.ranking:
+            line += f"; best so far {rnd.ranking[0].point_id}"
+        if rnd.failed:
+            line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
+        lines.append(line)
+    verdict = state.verdict
+    if state.done and verdict is not None:
+        measured = set(state.by_id) | {p.point_id for rnd in state.rounds for p in rnd.failed}
+        if state.ruled_out:
+            by: dict[str, list[str]] = {}
+            for pid, src in state.ruled_out.items():
+                by.setdefault(src, []).append(pid)
+            for src, outs in by.items():
+                what = f"by the failure of {src}" if src else "by failures before the search"
+                lines.append(f"ruled out ({what}), never run: {', '.join(outs)}")
+        if state.over_memory:
+            fits = ", ".join(f"{pid} ({v:.2f})" for pid, v in state.over_memory.items())
+            lines.append(
+                "not started (the memory the runs used, fitted, puts it over the limit: its "
+                f"share): {fits}"
+            )
+        never = [
+            p.point_id
+            for p in state.points
+            if p.point_id not in measured
+            and p.point_id not in state.ruled_out
+            and p.point_id not in state.over_memory
+        ]
+        if never:
+            why = (
+                f"by the model none beats the best by more than {verdict.margin:.1%}"
+                if verdict.settled
+                else "the restart budget ran out"
+            )
+            lines.append(f"not measured ({why}): {', '.join(never)}")
+        line = verdict.reason
+        if verdict.next:
+            line += f"; next to measure: {', '.join(verdict.next)}"
+        lines.append(line)
+    best = state.best
+    lines.append(
+        "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"
+    )
+    return lines

@@ -222,6 +222,28 @@ def test_over_the_edge_server_fails_after_loading(
     assert "Uvicorn running" not in log and "fired up" not in log
 
 
+def test_a_server_that_fits_logs_the_share_of_its_reserve_it_used(
+    start_emulator: Any, model_dirs: ModelDirs
+) -> None:
+    """What the model search fits (sweep/failures.py memory_share): the share of the memory free
+    before graph capture that the capture took, read from the log as the sweep reads the
+    journal, is the model's A + G + B over R, which reaches 1 where the start fails."""
+    from sweep.memory import memory_share
+
+    flags = [
+        "--model-path", str(model_dirs.model), "--tp-size", "8",
+        "--speculative-algorithm", "DDTREE",
+        "--speculative-draft-model-path", str(model_dirs.drafter),
+        "--speculative-ddtree-budget", "32", "--speculative-draft-window-size", "2048",
+    ]  # fmt: skip
+    env = {"SGLANG_EMU_VERSION": "ddtree", "SGLANG_DDTREE_MAX_TOPK": "4"}
+    emu = start_emulator(flags, env=env)
+    v = verdict(model_dirs, topk=4, budget=32, window=2048, extra=["--tp-size", "8"])
+    share = memory_share(emu.log_path.read_text())
+    assert v.fits and share is not None
+    assert share == pytest.approx(v.dynamic_gb / v.reserve_gb, abs=0.002)
+
+
 @pytest.mark.parametrize("raw", ["0", "-3"])
 def test_gpu_memory_knob_must_be_positive(raw: str) -> None:
     with pytest.raises(ValueError, match="SGLANG_EMU_GPU_MEMORY_GB"):

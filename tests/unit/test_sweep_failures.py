@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweep import descent, failures, model_search
+from sweep import descent, failures, memory, model_search, search_rounds
 from sweep.failures import Failure
 from sweep.points import Point
 
@@ -97,7 +97,8 @@ def test_the_model_search_never_starts_a_point_a_memory_failure_rules_out() -> N
     assert state.ruled_out  # and they are named
     assert not set(state.ruled_out) & set(started)
     assert any(
-        line.startswith("ruled out (by the failure of") for line in model_search.describe(state)
+        line.startswith("ruled out (by the failure of")
+        for line in search_rounds.describe_model(state)
     )
     # without the rule the same search starts more failing points
     blind: list[str] = []
@@ -124,3 +125,89 @@ def test_points_excluded_before_the_search_are_never_picked_not_even_in_round_ze
     )
     assert started and not set(started) & excluded
     assert set(state.ruled_out) == excluded
+
+
+EMULATOR_CAPTURE = (
+    "[2026-12-05 11:57:10] Capture cuda graph begin. This can take up to several minutes. "
+    "avail mem=16.74 GB\n"
+    "[2026-12-05 11:57:11] Capture cuda graph end. Time elapsed: 1.20 s. mem usage=9.04 GB. "
+    "avail mem=7.70 GB.\n"
+)
+# SGLang 0.5.23's wording (model_runner_components/cuda_graph_setup.py), two captures
+REAL_CAPTURES = (
+    "Capture target verify CUDA graph begin. backend=fa3, num_tokens_per_req=9, "
+    "avail mem=20.00 GB\n"
+    "Capture target verify CUDA graph end. bs=[1, 2, 4], elapsed=3.10 s, mem usage=4.00 GB, "
+    "avail mem=16.00 GB.\n"
+    "Capture draft decode CUDA graph begin. backend=fa3, num_tokens_per_req=1, avail mem=16.00 GB\n"
+    "Capture draft decode CUDA graph end. bs=[1, 2, 4], elapsed=1.00 s, mem usage=1.00 GB, "
+    "avail mem=15.00 GB.\n"
+)
+
+
+def test_a_run_s_memory_share_is_read_from_its_capture_lines() -> None:
+    assert memory.memory_share(EMULATOR_CAPTURE) == pytest.approx(1 - 7.70 / 16.74)
+    assert memory.memory_share(REAL_CAPTURES) == pytest.approx(0.25)  # 1 - 15 / 20
+    assert memory.memory_share(EMULATOR_CAPTURE.splitlines()[0]) is None  # it failed there
+    assert memory.memory_share("Load weight begin. avail mem=139.52 GB") is None  # no graphs
+
+
+def _memory(p: Point) -> float:
+    """A memory share that grows with budget and window and passes 1 at the edge below."""
+    return (p.budget * p.window) / (48 * 2048) * (1 + 0.05 * p.topk) / 1.2
+
+
+def test_the_model_search_does_not_start_what_the_runs_memory_puts_over_the_limit() -> None:
+    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    by_id = {p.point_id: p for p in GRID}
+    edge = {p.point_id for p in GRID if _memory(p) >= 1}
+
+    def run(memory: bool) -> tuple[list[str], model_search.ModelState[Point]]:
+        started: list[str] = []
+
+        def measure(p: Point, level: int) -> list[float]:
+            started.append(p.point_id)
+            if p.point_id in edge:
+                return []
+            return [100.0 + p.budget + p.window / 64 + 0.5 * i for i in range(3)]
+
+        def share(pid: str) -> float | None:
+            return None if pid in edge else _memory(by_id[pid])
+
+        state, _ = model_search.search(
+            GRID,
+            grid,
+            measure,
+            model_search.ModelSearch(),
+            rules=failures.dominated(GRID),
+            sizes=failures.dominated(GRID),
+            memory=share if memory else None,
+        )
+        return started, state
+
+    blind, blind_state = run(False)
+    started, state = run(True)
+    fails = [pid for pid in started if pid in edge]
+    assert len(fails) < len([pid for pid in blind if pid in edge])
+    assert state.over_memory and not set(state.over_memory) & set(started)
+    assert all(v > 1 for v in state.over_memory.values())
+    assert set(state.over_memory) <= edge  # nothing that runs was put over
+    assert state.best == blind_state.best  # the same answer, the best point that runs
+    assert any(
+        line.startswith("not started (the memory") for line in search_rounds.describe_model(state)
+    )
+
+
+def test_the_memory_fit_waits_for_enough_runs_and_numeric_axes() -> None:
+    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    by_id = {p.point_id: p for p in GRID}
+    runs = [p.point_id for p in GRID if _memory(p) < 0.5]
+
+    def share(pid: str) -> float | None:
+        return _memory(by_id[pid])
+
+    assert memory.over_limit(grid, runs[:4], share, ()) == {}  # 3 axes + 2 needed
+    over = memory.over_limit(grid, runs, share, ())
+    assert over and all(_memory(by_id[pid]) > 1 for pid in over)
+    named = descent.Grid.of({p.point_id: (f"b{p.budget}", p.topk, p.window) for p in GRID})
+    assert memory.over_limit(named, runs, share, ()) == {}

@@ -23,12 +23,13 @@ from test_sweep_store import measure as measure_all
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
 from sweep import descent, failures, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
-from sweep.model_search import ModelSearch, describe, replay, search
+from sweep.model_search import ModelSearch, replay, search
 from sweep.params import SweepInputError
 from sweep.plan import make_plan
 from sweep.points import Point, same_servers
 from sweep.report import write_report
 from sweep.search import Measurement
+from sweep.search_rounds import describe_model as describe
 
 BUDGETS = (8, 16, 24, 32, 48, 64, 80, 96)
 TOPKS = (1, 2, 3, 4, 5, 6)

@@ -137,9 +137,11 @@ def load(emu: Emulator) -> None:
     graph = time.monotonic() - t1
     if mem.kind == "cuda_graph":
         die_out_of_memory(emu, mem)
+    # what the capture took: the graphs' pool with the activations of their warm-up and the
+    # speculative buffers (the allocation that fails when it does: memory_model.torch_oom_message)
     log(
-        f"Capture cuda graph end. Time elapsed: {graph:.2f} s. mem usage={mem.graphs_gb:.2f} GB. "
-        f"avail mem={before_graphs - mem.graphs_gb:.2f} GB."
+        f"Capture cuda graph end. Time elapsed: {graph:.2f} s. mem usage={mem.dynamic_gb:.2f} GB. "
+        f"avail mem={before_graphs - mem.dynamic_gb:.2f} GB."
     )
     emu.startup_time = {
         "load_weight": load_weight,
