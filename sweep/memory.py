@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection
+from pathlib import Path
 
 from sweep.descent import Grid
 
@@ -43,6 +44,24 @@ def memory_share(journal: str) -> float | None:
     if begin is None or end is None or begin <= 0:
         return None
     return max(1.0 - end / begin, 0.0)
+
+
+READY = "The server is fired up and ready to roll!"  # SGLang's; every capture comes before it
+
+
+def memory_share_of(journal: Path) -> float | None:
+    """memory_share of a journal file, read up to the server's ready line only: the bench's
+    requests log on after it, and the planner reads every run's journal at each host's ask."""
+    if not journal.is_file():
+        return None
+    head = []
+    with journal.open(errors="replace") as f:
+        for line in f:
+            if READY in line:
+                break
+            if "graph " in line:
+                head.append(line)
+    return memory_share("".join(head))
 
 
 def over_limit(

@@ -68,6 +68,9 @@ run at the full bench:
   point at least as large has run) gives way to the candidate below it, not known to run
   either, whose failure would rule out the most open candidates (its bound above the margin):
   the edge is probed from below (`_probe`).
+- Memory (`memory`: the share of its memory a run used, sweep/memory.py): a point the fit of
+  the runs' shares puts over the limit is not picked either (`over_memory`, named by the
+  report); a prediction, not a verdict: nothing is recorded.
 - `max_restarts` is a hard cut: when it is spent before the search is settled, the verdict says
   it is not settled, with the largest bound and the points it would measure next. A bound below
   what the first round needs is refused (ValueError) before anything runs, and so is a grid of

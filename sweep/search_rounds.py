@@ -161,9 +161,7 @@ def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
 
     def share(pid: str) -> float | None:
         if pid not in cache:
-            journal = sweep_dir / pid / "journal.log"
-            text = journal.read_text(errors="replace") if journal.is_file() else ""
-            cache[pid] = memory.memory_share(text)
+            cache[pid] = memory.memory_share_of(sweep_dir / pid / "journal.log")
         return cache[pid]
 
     return share

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sweep import descent, failures, memory, model_search, search_rounds
@@ -150,6 +152,14 @@ def test_a_run_s_memory_share_is_read_from_its_capture_lines() -> None:
     assert memory.memory_share(REAL_CAPTURES) == pytest.approx(0.25)  # 1 - 15 / 20
     assert memory.memory_share(EMULATOR_CAPTURE.splitlines()[0]) is None  # it failed there
     assert memory.memory_share("Load weight begin. avail mem=139.52 GB") is None  # no graphs
+
+
+def test_a_journal_is_read_up_to_the_ready_line(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.log"
+    assert memory.memory_share_of(journal) is None  # no journal: nothing known
+    late = "Capture cuda graph end. Time elapsed: 1 s. mem usage=1 GB. avail mem=1.00 GB.\n"
+    journal.write_text(EMULATOR_CAPTURE + memory.READY + "\n" + late)
+    assert memory.memory_share_of(journal) == pytest.approx(1 - 7.70 / 16.74)
 
 
 def _memory(p: Point) -> float:
