@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,19 @@ def test_a_journal_is_read_up_to_the_ready_line(tmp_path: Path) -> None:
     assert memory.memory_share_of(journal) is None  # no journal: nothing known
     late = "Capture cuda graph end. Time elapsed: 1 s. mem usage=1 GB. avail mem=1.00 GB.\n"
     journal.write_text(EMULATOR_CAPTURE + memory.READY + "\n" + late)
+    assert memory.memory_share_of(journal) == pytest.approx(1 - 7.70 / 16.74)
+
+
+def test_the_real_server_on_cpu_captures_no_graph_and_prints_the_ready_line(tmp_path: Path) -> None:
+    """The REAL SGLang 0.5.23's start on CPU (graphs disabled, recorded): nothing to fit, and the
+    ready line memory_share_of stops at is the one it prints."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "real_sglang" / "0.5.23" / "failures.json"
+    lines = json.loads(fixture.read_text())["start_until_ready"]
+    assert any(memory.READY in line for line in lines)
+    journal = tmp_path / "journal.log"
+    journal.write_text("\n".join(lines) + "\n")
+    assert memory.memory_share_of(journal) is None
+    journal.write_text("\n".join(lines[:-1]) + "\n" + EMULATOR_CAPTURE + lines[-1] + "\n")
     assert memory.memory_share_of(journal) == pytest.approx(1 - 7.70 / 16.74)
 
 
