@@ -43,9 +43,9 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
   large), as the sweep hands it every failure out of memory; every class gets them (no other
   class fails). A start that runs reports the share of its memory limit it used (memory_share:
   the proxy over the limit, which lies halfway in logs between the largest point that runs and
-  the smallest that fails), as a run's journal does to the sweep (sweep/failures.py
+  the smallest that fails), as a run's journal does to the sweep (sweep/memory.py
   memory_share), and the model search does not start a point the fit of those shares puts over
-  the limit (sweep/model_search.py _over_memory; `--no-memory`: without it).
+  the limit (sweep/memory.py over_limit; `--no-memory`: without it).
 
 Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
 repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point

@@ -155,7 +155,7 @@ def replay(
 
 
 def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
-    """A point's memory share (sweep/failures.py memory_share) from the journal its run left in
+    """A point's memory share (sweep/memory.py memory_share_of) from the journal its run left in
     the sweep (read once a point: the planner replays at every host's ask)."""
     cache: dict[str, float | None] = {}
 

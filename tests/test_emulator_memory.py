@@ -193,17 +193,22 @@ def test_messages_are_the_real_ones(model_dirs: ModelDirs) -> None:
     assert REAL_SIGQUIT in "\n".join(real)
 
 
+def ddtree_tp8(model_dirs: ModelDirs, budget: int, window: int) -> list[str]:
+    """The demo host's launch (DDTREE, tp 8) at a budget and window."""
+    return [
+        "--model-path", str(model_dirs.model), "--tp-size", "8",
+        "--speculative-algorithm", "DDTREE",
+        "--speculative-draft-model-path", str(model_dirs.drafter),
+        "--speculative-ddtree-budget", str(budget), "--speculative-draft-window-size", str(window),
+    ]  # fmt: skip
+
+
 def test_over_the_edge_server_fails_after_loading(
     start_emulator: Any, model_dirs: ModelDirs
 ) -> None:
     """A point of the over-the-edge grid: loads for its load time, never binds, dies as SGLang
     does (SIGKILL from its own kill_process_tree)."""
-    flags = [
-        "--model-path", str(model_dirs.model), "--tp-size", "8",
-        "--speculative-algorithm", "DDTREE",
-        "--speculative-draft-model-path", str(model_dirs.drafter),
-        "--speculative-ddtree-budget", "64", "--speculative-draft-window-size", "4096",
-    ]  # fmt: skip
+    flags = ddtree_tp8(model_dirs, budget=64, window=4096)
     env = {
         "SGLANG_EMU_VERSION": "ddtree",
         "SGLANG_DDTREE_MAX_TOPK": "4",
@@ -225,17 +230,12 @@ def test_over_the_edge_server_fails_after_loading(
 def test_a_server_that_fits_logs_the_share_of_its_reserve_it_used(
     start_emulator: Any, model_dirs: ModelDirs
 ) -> None:
-    """What the model search fits (sweep/failures.py memory_share): the share of the memory free
+    """What the model search fits (sweep/memory.py memory_share): the share of the memory free
     before graph capture that the capture took, read from the log as the sweep reads the
     journal, is the model's A + G + B over R, which reaches 1 where the start fails."""
     from sweep.memory import memory_share
 
-    flags = [
-        "--model-path", str(model_dirs.model), "--tp-size", "8",
-        "--speculative-algorithm", "DDTREE",
-        "--speculative-draft-model-path", str(model_dirs.drafter),
-        "--speculative-ddtree-budget", "32", "--speculative-draft-window-size", "2048",
-    ]  # fmt: skip
+    flags = ddtree_tp8(model_dirs, budget=32, window=2048)
     env = {"SGLANG_EMU_VERSION": "ddtree", "SGLANG_DDTREE_MAX_TOPK": "4"}
     emu = start_emulator(flags, env=env)
     v = verdict(model_dirs, topk=4, budget=32, window=2048, extra=["--tp-size", "8"])
