@@ -1,6 +1,6 @@
 """A chat-shaped request: the conversation a user sends to /v1/chat/completions.
 
-Shared by the built-in workload (bench/builtin_workload.py), users' datasets (bench/datasets.py)
+Shared by the built-in workload (bench/builtin.py), users' datasets (bench/datasets.py)
 and the prompt builder that renders them through the served model's own chat template
 (bench/chat.py). Standard library only: this runs on the GPU host.
 

@@ -9,7 +9,10 @@ Formats (`detect_format` tells them apart by the first non-whitespace byte and f
 
 - `chat`: JSONL, one OpenAI chat request per line: `{"messages": [{"role": ..., "content":
   ...}, ...], "max_tokens": N, "source": "..."}` (the last two optional, other keys ignored);
-  the last message is the user's.
+  the last message is the user's. An optional `"material": {"corpus": NAME, "offset": N,
+  "chars": N}` fills the one `{material}` slot of the messages from a built-in material
+  corpus (bench/corpora.py), as much as a context needs: the built-in workload
+  (bench/prompts/builtin-chat.jsonl) is a file of this format.
 - `prompts`: JSONL, `{"prompt": "...", "max_tokens": N, "source": "..."}`: one user message.
 - `sharegpt`: one JSON array of `{"id": ..., "conversations": [{"from": "human", "value":
   "..."}, ...]}`. A request is an entry's conversation up to and including its last user turn;
@@ -31,7 +34,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from bench import records
-from bench.conversation import ROLES, Conversation
+from bench.conversation import MATERIAL_SLOT, ROLES, Conversation
+from bench.corpora import MATERIALS, material_text
 from bench.errors import DatasetError
 
 FORMATS = ("chat", "prompts", "sharegpt")
@@ -316,7 +320,38 @@ def _chat(record: dict[str, Any]) -> Conversation:
         out.append((role, content))
     if out[-1][0] != "user":
         raise _Invalid(f"the last message must be the user's, not the {out[-1][0]}'s")
-    return Conversation(tuple(out), _source(record), _max_tokens(record))
+    corpus, offset, chars = _material(record, out)
+    return Conversation(tuple(out), _source(record), _max_tokens(record), corpus, offset, chars)
+
+
+def _material(record: dict[str, Any], messages: list[tuple[str, str]]) -> tuple[str, int, int]:
+    """(corpus, offset, chars) of the record's `material`; ("", 0, 0) without one."""
+    value = record.get("material")
+    if value is None:
+        return "", 0, 0
+    if not isinstance(value, dict):
+        raise _Invalid(
+            f'"material" must be an object {{"corpus": str, "offset": int, "chars": int}}, not '
+            f"{_kind(value)}"
+        )
+    corpus = value.get("corpus")
+    if corpus not in MATERIALS:
+        raise _Invalid(
+            f'"material" corpus must be one of {", ".join(MATERIALS)}, not {_show(corpus)}'
+        )
+    size = len(material_text(corpus))
+    offset, chars = value.get("offset"), value.get("chars")
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < size:
+        raise _Invalid(
+            f'"material" offset must be an integer from 0 to {size - 1} (corpus {corpus}), not '
+            f"{_show(offset)}"
+        )
+    if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+        raise _Invalid(f'"material" chars must be a positive integer, not {_show(chars)}')
+    slots = sum(content.count(MATERIAL_SLOT) for _, content in messages)
+    if slots != 1:
+        raise _Invalid(f'"material" needs {MATERIAL_SLOT} once in the messages, found {slots}')
+    return corpus, offset, chars
 
 
 def _prompt(record: dict[str, Any]) -> Conversation:

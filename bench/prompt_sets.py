@@ -17,8 +17,8 @@ How exact lengths are reached (never with a guessed tokenizer):
    `prompt_tokens`): a secant search on the number of characters, then word-wise trimming.
    If the tokenizer cannot hit the target exactly, the nearest count below it is used; the
    per-request `prompt_tokens` the server reports are recorded either way.
-4. Chat-shaped categories: `chat`, the built-in conversations of five domains
-   (bench/builtin_workload.py), and `dataset`, the user's own (bench/datasets.py): each is
+4. Chat-shaped categories: `chat`, the built-in conversations of five domains (bench/builtin.py,
+   a dataset file of the project's), and `dataset`, the user's own (bench/datasets.py): each is
    rendered by the server's own chat template and cut to exactly `context` tokens
    (bench/chat.py), sent as `input_ids`; every prompt carries its conversation's `source`.
    Context 0 (`natural`) sends them as rendered.
@@ -34,18 +34,18 @@ import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
+from bench import builtin
 from bench.chat import ChatRenderer, ChatServer
 from bench.conversation import Conversation
+from bench.corpora import corpus, material_text
 from bench.errors import BadArguments, BenchError
 
 CATEGORIES = ("chat", "dataset", "random", "code", "prose", "math")
 TEXT_CATEGORIES = ("code", "prose", "math")
 CHAT_CATEGORIES = ("chat", "dataset")
 _TOKENIZE_PIECE_CHARS = 16_000
-_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
 class TokenServer(ChatServer, Protocol):
@@ -68,82 +68,6 @@ class Prompt:
 
     def payload_part(self) -> dict[str, object]:
         return {"input_ids": self.input_ids} if self.input_ids is not None else {"text": self.text}
-
-
-def _read(name: str) -> str:
-    return (_PROMPTS / name).read_text(encoding="utf-8")
-
-
-def math_corpus(seed: int = 0, n_chars: int = 200_000) -> str:
-    """Original math-like worked problems, generated deterministically."""
-    rng = random.Random(seed)
-    parts: list[str] = []
-    size = 0
-    i = 0
-    while size < n_chars:
-        i += 1
-        a, b, c = rng.randint(2, 19), rng.randint(1, 60), rng.randint(2, 9)
-        kind = i % 5
-        if kind == 0:
-            x = rng.randint(1, 30)
-            rhs = a * x + b
-            s = (
-                f"Problem {i}. Solve for x: {a}x + {b} = {rhs}.\n"
-                f"Solution. Subtract {b} from both sides: {a}x = {rhs - b}. "
-                f"Divide both sides by {a}: x = {x}. Check: {a}*{x} + {b} = {rhs}.\n"
-            )
-        elif kind == 1:
-            n = rng.randint(5, 40)
-            s = (
-                f"Problem {i}. Find the sum of the first {n} terms of the arithmetic sequence "
-                f"{b}, {b + c}, {b + 2 * c}, ...\n"
-                f"Solution. The last term is {b} + ({n} - 1)*{c} = {b + (n - 1) * c}. "
-                f"The sum is {n}*({b} + {b + (n - 1) * c})/2 = {n * (2 * b + (n - 1) * c) // 2}.\n"
-            )
-        elif kind == 2:
-            s = (
-                f"Problem {i}. Differentiate f(x) = {a}x^{c} + {b}x^2 - {c}x + {a + b}.\n"
-                f"Solution. By the power rule, f'(x) = {a * c}x^{c - 1} + {2 * b}x - {c}. "
-                f"At x = 1, f'(1) = {a * c + 2 * b - c}.\n"
-            )
-        elif kind == 3:
-            p = rng.choice([5, 10, 12, 15, 20, 25, 30, 40])
-            price = rng.randint(20, 500)
-            s = (
-                f"Problem {i}. A price of {price} is reduced by {p} percent and then raised by "
-                f"{p} percent. What is the final price?\n"
-                f"Solution. After the reduction: {price}*(1 - {p}/100) = "
-                f"{price * (100 - p) / 100:g}. After the rise: "
-                f"{price * (100 - p) / 100:g}*(1 + {p}/100) = "
-                f"{price * (100 - p) * (100 + p) / 10000:g}. "
-                f"The net change is -{p}^2/100 = -{p * p / 100:g} percent.\n"
-            )
-        else:
-            d = a * a - 4 * c
-            s = (
-                f"Problem {i}. How many real roots does x^2 + {a}x + {c} = 0 have?\n"
-                f"Solution. The discriminant is {a}^2 - 4*{c} = {d}. "
-                + (
-                    "It is positive, so there are two distinct real roots.\n"
-                    if d > 0
-                    else "It is zero, so there is one double root.\n"
-                    if d == 0
-                    else "It is negative, so there are no real roots.\n"
-                )
-            )
-        parts.append(s)
-        size += len(s)
-    return "".join(parts)
-
-
-def corpus(category: str, seed: int = 0) -> str:
-    if category == "code":
-        return _read("code.txt")
-    if category == "prose":
-        return _read("prose-chat.txt") + "\n" + _read("prose-reference.txt")
-    if category == "math":
-        return math_corpus(seed)
-    raise ValueError(f"no text corpus for category {category!r}")
 
 
 def random_prompts(vocab: Sequence[int], context: int, n: int, seed: int) -> list[Prompt]:
@@ -203,9 +127,7 @@ async def fit_text(server: TokenServer, source: str, start: int, context: int) -
 def chat_pool(category: str, dataset: list[Conversation]) -> list[Conversation]:
     """The conversations a chat-shaped category draws from."""
     if category == "chat":
-        from bench.builtin_workload import conversations
-
-        return conversations()
+        return builtin.conversations()
     if not dataset:
         raise BadArguments("category dataset needs a dataset (--dataset FILE)")
     return dataset
@@ -276,8 +198,6 @@ class PromptBuilder:
     @property
     def chat(self) -> ChatRenderer:
         if self._chat is None:
-            from bench.builtin_workload import material_text
-
             self._chat = ChatRenderer(self.server, material_text)
         return self._chat
 

@@ -35,9 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import greedy  # noqa: E402
-from bench.builtin_workload import conversations, material_text  # noqa: E402
+from bench.builtin import conversations  # noqa: E402
 from bench.chat import ChatRenderer  # noqa: E402
 from bench.client import make_session  # noqa: E402
+from bench.corpora import material_text  # noqa: E402
 from bench.server import Server  # noqa: E402
 from sweep.greedy import compare  # noqa: E402
 

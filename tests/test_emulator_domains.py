@@ -217,7 +217,7 @@ def test_domains_accept_in_order_end_to_end(spec_server: EmulatorProcess):
         assert accept[domain] == pytest.approx(want, rel=0.12), (domain, accept)
 
 
-# The bench's built-in chat workload (bench/builtin_workload.py) by source -> the domain the
+# The bench's built-in chat workload (bench/builtin.py) by source -> the domain the
 # emulator should see in most of its conversations.
 BENCH_DOMAINS = {"coding": "code", "math": "math", "document": "document",
                  "multiturn": "chat", "json": "json"}  # fmt: skip
@@ -225,12 +225,13 @@ BENCH_DOMAINS = {"coding": "code", "math": "math", "document": "document",
 
 @pytest.mark.parametrize("chars", [None, 4000, 16000], ids=["natural", "4k-chars", "16k-chars"])
 def test_the_bench_workload_domains_are_told_apart(chars: int | None):
-    from bench import builtin_workload
+    from bench import builtin
     from bench.chat import cyclic
+    from bench.corpora import material_text
 
     seen: dict[str, list[str]] = {}
-    for conv in builtin_workload.conversations():
-        text = builtin_workload.material_text(conv.material_corpus)
+    for conv in builtin.conversations():
+        text = material_text(conv.material_corpus)
         material = cyclic(text, conv.material_offset, chars or conv.material_chars)
         got = category.detect(render(conv.with_material(material)))
         seen.setdefault(conv.source, []).append(got)

@@ -1,12 +1,24 @@
+"""The built-in workload as the bench reads it (bench/builtin.py: a dataset file and the
+material corpora), and the generator under scripts/ that writes them."""
+
+import ast
 import collections
+import importlib.util
+import json
 import re
+import sys
+from pathlib import Path
 
 import pytest
+import tomllib
 
-from bench import builtin_workload
-from bench.builtin_workload import DOMAINS, conversations, material_text
+from bench import builtin, datasets
+from bench.builtin import conversations
 from bench.conversation import MATERIAL_SLOT, ROLES, Conversation
+from bench.corpora import MATERIALS, material_text
 
+ROOT = Path(__file__).resolve().parents[2]
+DOMAINS = ("coding", "math", "document", "multiturn", "json")
 CORPORA = ("code", "document", "math", "chat", "json")
 MAX_TOKENS = {"coding": 512, "math": 384, "document": 256, "multiturn": 256, "json": 256}
 
@@ -24,7 +36,6 @@ def base_chars(c: Conversation) -> int:
 
 
 def test_domains_are_the_five_and_each_has_at_least_40():
-    assert DOMAINS == ("coding", "math", "document", "multiturn", "json")
     groups = by_domain()
     assert set(groups) == set(DOMAINS)
     for domain in DOMAINS:
@@ -97,21 +108,12 @@ def test_max_tokens_per_domain():
         assert c.max_tokens == MAX_TOKENS[c.source]
 
 
-def test_material_corpora_are_large_and_deterministic():
+def test_material_corpora_are_large_and_read_once():
+    assert MATERIALS == CORPORA
     for name in CORPORA:
         text = material_text(name)
         assert len(text) >= 100_000, name
-        assert text == material_text(name)
-    # the generated corpora come out the same when generated again, not just from the cache
-    before = {name: material_text(name) for name in ("chat", "json")}
-    builtin_workload._material.cache_clear()
-    try:
-        for name, text in before.items():
-            again = material_text(name)
-            assert again is not text
-            assert again == text
-    finally:
-        builtin_workload._material.cache_clear()
+        assert text is material_text(name)
 
 
 def test_unknown_material_corpus_is_a_key_error():
@@ -168,3 +170,65 @@ def test_filled_conversation_holds_the_material_and_no_slot():
         joined = "\n".join(m["content"] for m in filled)
         assert piece in joined
         assert MATERIAL_SLOT not in joined
+
+
+def test_the_workload_is_a_chat_dataset_file_read_by_the_datasets_reader():
+    assert datasets.detect_format(builtin.DATASET) == "chat"
+    assert list(datasets.read(builtin.DATASET)) == conversations()
+    lines = builtin.DATASET.read_text(encoding="utf-8").splitlines()
+    assert [Conversation.from_dict(json.loads(line)) for line in lines] == conversations()
+
+
+def test_bench_imports_only_itself_the_standard_library_and_its_declared_dependencies():
+    # so the generator under scripts/ is never needed on the host, nor an undeclared package
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    allowed = {"bench", "__future__"} | {
+        re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in declared["project"]["dependencies"]
+    }
+    assert "aiohttp" in allowed  # the one the bench has
+    outside = set()
+    for path in (ROOT / "bench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in allowed:
+                    outside.add((path.name, name))
+    assert outside == set()
+
+
+def _generator():
+    here = ROOT / "scripts" / "builtin_workload"
+    spec = importlib.util.spec_from_file_location(
+        "builtin_workload_generator", here / "__main__.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(here))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(here))
+    return module
+
+
+def test_the_generator_writes_the_shipped_files_and_check_finds_a_stale_one(tmp_path, capsys):
+    generator = _generator()
+    assert generator.main(["--check"]) == 0  # what is shipped is what the generator writes
+    assert generator.main(["--out", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["builtin-chat.jsonl", "material-chat.txt", "material-json.txt"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (builtin.DATASET.parent / name).read_bytes()
+    assert generator.main(["--check", "--out", str(tmp_path)]) == 0
+    stale = tmp_path / "material-json.txt"
+    stale.write_text(stale.read_text(encoding="utf-8")[:-1], encoding="utf-8")
+    capsys.readouterr()
+    assert generator.main(["--check", "--out", str(tmp_path)]) == 1
+    assert "material-json.txt" in capsys.readouterr().out

@@ -267,6 +267,53 @@ def test_bad_chat_record(tmp_path: Path, line: str, expected: str) -> None:
     assert expected in error_of(path, "chat")
 
 
+def slotted(material: object, content: str = "Read {material} and sum it up.") -> str:
+    return json.dumps(chat(content, material=material))
+
+
+def test_a_chat_record_may_fill_its_slot_from_a_built_in_material(tmp_path: Path) -> None:
+    path = write(tmp_path, jsonl(json.loads(slotted({"corpus": "code", "offset": 5, "chars": 40}))))
+    (conv,) = read(path)
+    assert (conv.material_corpus, conv.material_offset, conv.material_chars) == ("code", 5, 40)
+    assert Conversation.from_dict(conv.to_dict()) == conv
+    (plain,) = read(write(tmp_path, jsonl(chat("a literal {material}")), "plain.jsonl"))
+    assert plain.material_corpus == ""  # no "material": the braces are the user's text
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (slotted("code"), '"material" must be an object {"corpus": str, "offset": int, "chars"'),
+        (
+            slotted({"corpus": "poetry", "offset": 0, "chars": 9}),
+            '"material" corpus must be one of code, document, math, chat, json, not "poetry"',
+        ),
+        (
+            slotted({"corpus": "code", "offset": 10**9, "chars": 9}),
+            '"material" offset must be an integer from 0 to ',
+        ),
+        (slotted({"corpus": "code", "offset": -1, "chars": 9}), "(corpus code), not -1"),
+        (slotted({"corpus": "code", "offset": True, "chars": 9}), "(corpus code), not true"),
+        (
+            slotted({"corpus": "code", "offset": 0, "chars": 0}),
+            '"material" chars must be a positive integer, not 0',
+        ),
+        (
+            slotted({"corpus": "code", "offset": 0, "chars": 9}, "no slot here"),
+            '"material" needs {material} once in the messages, found 0',
+        ),
+        (
+            slotted({"corpus": "code", "offset": 0, "chars": 9}, "{material} and {material}"),
+            "found 2",
+        ),
+    ],
+)
+def test_bad_material(tmp_path: Path, line: str, expected: str) -> None:
+    error = error_of(write(tmp_path, jsonl(chat("ok")) + line + "\n"), "chat")
+    assert error.startswith('line 2: "material" ')
+    assert expected in error
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [

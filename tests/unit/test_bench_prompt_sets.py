@@ -2,9 +2,10 @@ import re
 
 import pytest
 
-from bench import prompt_sets
+from bench import corpora
+from bench.corpora import math_corpus
 from bench.errors import BenchError, ServerError
-from bench.prompt_sets import PromptBuilder, fit_text, math_corpus, random_prompts, windows
+from bench.prompt_sets import PromptBuilder, fit_text, random_prompts, windows
 
 
 class WordServer:
@@ -49,7 +50,7 @@ def test_windows_are_exact_and_start_at_distinct_offsets():
 @pytest.mark.parametrize("category", ["code", "prose", "math"])
 def test_shipped_corpora_are_large_enough(category):
     # long contexts should not need to repeat the text much
-    assert len(prompt_sets.corpus(category)) > 150_000
+    assert len(corpora.corpus(category)) > 150_000
 
 
 def test_math_corpus_is_deterministic():

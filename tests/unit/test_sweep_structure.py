@@ -1,4 +1,4 @@
-"""The controller package's shape: no import cycle among sweep/'s modules (lazy imports inside
+"""The packages' shape: no import cycle among sweep/'s modules nor bench/'s (lazy imports inside
 functions count too: they hide a cycle, they do not remove it), and no Python file in library/ or
 sweep/ over 800 lines (a module is named for one job)."""
 
@@ -11,20 +11,22 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 800
 
 
-def sweep_imports() -> dict[str, set[str]]:
-    """module -> the sweep modules it imports anywhere in its file."""
+def package_imports(package: str = "sweep") -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere in its file."""
     graph: dict[str, set[str]] = {}
-    modules = {p.stem for p in (ROOT / "sweep").glob("*.py")}
-    for path in (ROOT / "sweep").glob("*.py"):
+    modules = {p.stem for p in (ROOT / package).glob("*.py")}
+    for path in (ROOT / package).glob("*.py"):
         edges: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == "sweep":
+                if node.module == package:
                     edges |= {a.name for a in node.names if a.name in modules}
-                elif node.module.startswith("sweep."):
+                elif node.module.startswith(f"{package}."):
                     edges.add(node.module.split(".")[1])
             elif isinstance(node, ast.Import):
-                edges |= {a.name.split(".")[1] for a in node.names if a.name.startswith("sweep.")}
+                edges |= {
+                    a.name.split(".")[1] for a in node.names if a.name.startswith(f"{package}.")
+                }
         graph[path.stem] = edges - {path.stem}
     return graph
 
@@ -53,8 +55,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_sweep_package_has_no_import_cycle() -> None:
-    graph = sweep_imports()
+    graph = package_imports("sweep")
     assert "plan" in graph and "planner" in graph["__main__"]  # the walk sees the package
+    assert cycles(graph) == []
+
+
+def test_the_bench_package_has_no_import_cycle() -> None:
+    graph = package_imports("bench")
+    assert {"builtin", "corpora"} <= graph["prompt_sets"]  # the walk sees the package
     assert cycles(graph) == []
 
 

@@ -25,8 +25,9 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."))
 
-from bench.builtin_workload import DOMAINS, conversations, material_text
+from bench.builtin import conversations
 from bench.chat import cyclic
+from bench.corpora import material_text
 from sweep.greedy import compare
 
 
@@ -80,10 +81,11 @@ def check_run(out: Path, url: str, reply: int, fixed: int, context: int) -> dict
                 problems.append(f"{cell['cell_id']}: fixed output {r['completion_tokens']}")
             if cell["context"] == context and r["prompt_tokens"] != context:
                 problems.append(f"{cell['cell_id']}: prompt {r['prompt_tokens']} != {context}")
-    if seen != set(DOMAINS):
-        problems.append(f"sources measured {sorted(seen)}, expected {sorted(DOMAINS)}")
-    greedy = json.loads((out / "greedy.json").read_text())
     pool = conversations()
+    domains = {c.source for c in pool}
+    if seen != domains:
+        problems.append(f"sources measured {sorted(seen)}, expected {sorted(domains)}")
+    greedy = json.loads((out / "greedy.json").read_text())
     lengths = []
     for answer in greedy["answers"]:
         conv = pool[answer["index"]]
