@@ -72,8 +72,9 @@ sys.path.insert(0, str(ROOT))
 from bench.more_repetitions import MoreRule  # noqa: E402
 from bench.runner import RunConfig, run_benchmark  # noqa: E402
 from sweep import objectives  # noqa: E402
-from sweep.descent import Descent, Grid  # noqa: E402
+from sweep.descent import Descent  # noqa: E402
 from sweep.descent import search as descend  # noqa: E402
+from sweep.grid_axes import Grid  # noqa: E402
 from sweep.model_search import ModelSearch  # noqa: E402
 from sweep.model_search import search as model_search  # noqa: E402
 from sweep.points import Point  # noqa: E402

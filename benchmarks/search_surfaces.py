@@ -95,7 +95,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import descent, failures, model_search
+from sweep import descent, failures, grid_axes, model_search
 from sweep.points import Point
 from sweep.search import Measurement
 from sweep.stats import compare_repetitions
@@ -470,7 +470,7 @@ def smooth_answer(
     seed: int,
     noise: float,
     true: dict[str, float],
-    grid: descent.Grid,
+    grid: grid_axes.Grid,
     order: dict[str, int],
     measured: dict[str, list[float]],
     again: int,
@@ -552,7 +552,7 @@ def adaptive(
 
 def hosts_search(
     pts: Sequence[Point],
-    grid: descent.Grid,
+    grid: grid_axes.Grid,
     measure: Callable[..., list[float]],
     strategy: model_search.ModelSearch,
     rules: Callable[[str], frozenset[str]] | None = None,
@@ -603,8 +603,8 @@ def _measured(state: model_search.ModelState[Point]) -> list[str]:
     return [p.point_id for p in state.ranking]
 
 
-def grid_of(pts: Sequence[Point]) -> descent.Grid:
-    return descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
+def grid_of(pts: Sequence[Point]) -> grid_axes.Grid:
+    return grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
 
 
 @dataclass(frozen=True)

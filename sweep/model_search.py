@@ -111,7 +111,7 @@ from typing import ClassVar
 
 from bench.more_repetitions import MARGIN, MAX_REPETITIONS
 from sweep import gaussian_process
-from sweep.descent import Grid
+from sweep.grid_axes import Grid
 from sweep.memory import over_limit
 from sweep.search import (
     Measurement,

@@ -45,7 +45,7 @@ from bench import more_repetitions
 from bench import objective as definitions
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule
 from bench.records import load_records, write_json
-from sweep import descent, failures, layout, memory, model_search, objectives, search
+from sweep import descent, failures, grid_axes, layout, memory, model_search, objectives, search
 from sweep.descent import Descent
 from sweep.model_search import ModelSearch
 from sweep.objectives import Objective
@@ -141,7 +141,7 @@ def replay(
     fits."""
     if isinstance(strat, (Descent, ModelSearch)):
         coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
-        grid = descent.Grid.of(coords)
+        grid = grid_axes.Grid.of(coords)
         if isinstance(strat, ModelSearch):
             # the points' sizes in memory: a round runs smallest first, and an edge a failure
             # shows is probed from below (as benchmarks/search_surfaces.py measures it)

@@ -9,7 +9,8 @@ import pytest
 from test_sweep_halving import measure, plan_round
 
 from sweep import objectives, search_rounds
-from sweep.descent import Descent, Grid, replay, search
+from sweep.descent import Descent, replay, search
+from sweep.grid_axes import Grid
 from sweep.points import Point
 from sweep.report import write_report
 from sweep.search import Measurement, describe
@@ -38,20 +39,14 @@ def peak_at(budget: int, topk: int) -> Any:
     return value
 
 
-def test_the_grid_keeps_axes_with_several_values_in_order() -> None:
-    g = grid_of(points())
-    assert g.axes == ((32, 40, 48, 64), (1, 2, 3))  # algorithm and window: one value, no axis
-    assert g.along("ddtree-b40-k2-w2048", 0) == ["ddtree-b32-k2-w2048", "ddtree-b48-k2-w2048"]
-    assert g.along("ddtree-b40-k3-w2048", 1) == ["ddtree-b40-k2-w2048"]
+def test_the_search_starts_at_the_centre_of_each_part_of_the_grid() -> None:
     order = {p.point_id: i for i, p in enumerate(points())}
-    assert g.starts(order) == ["ddtree-b40-k2-w2048"]
+    assert grid_of(points()).starts(order) == ["ddtree-b40-k2-w2048"]
 
 
 def test_a_grid_with_two_parts_starts_in_each() -> None:
     g = Grid.of({"a": (1, 1), "b": (2, 1), "c": (8, 8), "d": (9, 8)})
     assert g.starts({"a": 0, "b": 1, "c": 2, "d": 3}) == ["a", "c"]
-    with pytest.raises(ValueError, match="x and y are the same point"):
-        Grid.of({"x": (1, 2), "y": (1, 2)})
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from test_sweep_store import measure as measure_all
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
 from sweep import descent, failures, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
+from sweep.grid_axes import Grid
 from sweep.model_search import ModelSearch, replay, search
 from sweep.params import SweepInputError
 from sweep.plan import make_plan
@@ -41,8 +42,8 @@ def points() -> list[Point]:
     return sorted(pts, key=Point.sort_key)
 
 
-def grid_of(pts: list[Point]) -> descent.Grid:
-    return descent.Grid.of({p.point_id: (p.budget, p.topk) for p in pts})
+def grid_of(pts: list[Point]) -> Grid:
+    return Grid.of({p.point_id: (p.budget, p.topk) for p in pts})
 
 
 def surface(f: Callable[[int, int], float], noise: float = 0.01) -> Measure:
@@ -233,7 +234,7 @@ def test_a_neighbour_of_the_best_is_measured_before_the_search_settles() -> None
 
 def _without_and_with(
     index: int, seed: int, without: ModelSearch, with_: ModelSearch
-) -> tuple[dict[str, float], str, Any, descent.Grid]:
+) -> tuple[dict[str, float], str, Any, Grid]:
     """A two-peak surface of benchmarks/search_surfaces.py at 2 % noise searched without a rule
     and with it, each with more repetitions while a point may be the best, as the sweep runs it
     (each search its own record of what it measured): without, it settles with the true best
