@@ -96,7 +96,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import more_repetitions
 from sweep import failures, grid_axes, model_search
 from sweep.points import Point
-from sweep.search import Measurement
+from sweep.search_state import Measurement
 from sweep.stats import compare_repetitions
 
 BUDGETS = (8, 16, 32, 48, 64, 96)

@@ -58,31 +58,3 @@ class Grid:
 
     def neighbours(self, point_id: str) -> list[str]:
         return [q for axis in range(len(self.axes)) for q in self.along(point_id, axis)]
-
-    def starts(self, order: Mapping[str, int]) -> list[str]:
-        """The centre of each connected part, in point order: the point nearest the middle of
-        the part's extent on every axis (the first in point order among equals)."""
-        seen: set[str] = set()
-        centres = []
-        for pid in sorted(self.index, key=order.__getitem__):
-            if pid in seen:
-                continue
-            part, todo = [], [pid]
-            seen.add(pid)
-            while todo:
-                cur = todo.pop()
-                part.append(cur)
-                for q in self.neighbours(cur):
-                    if q not in seen:
-                        seen.add(q)
-                        todo.append(q)
-            mids = [
-                (min(self.index[q][a] for q in part) + max(self.index[q][a] for q in part)) / 2
-                for a in range(len(self.axes))
-            ]
-
-            def off(q: str, mids: list[float] = mids) -> tuple[float, int]:
-                return (sum(abs(i - m) for i, m in zip(self.index[q], mids, strict=True)), order[q])
-
-            centres.append(min(part, key=off))
-        return sorted(centres, key=order.__getitem__)

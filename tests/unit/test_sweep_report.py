@@ -347,6 +347,11 @@ def test_a_sweep_a_retired_search_recorded_still_reports(
     for pid in ["baseline", *measured]:
         assert f"| {pid} | complete |" in md  # the points table
         assert f"| {pid} | ctx512-c1-out64-random | 1 |" in md  # its results
-    assert "## Search" in md and search in md.split("## Search")[1]
+    section = md.split("## Search")[1]
+    assert f"search: {search} (retired: docs/search.md); {len(measured)} points measured" in section
+    assert f"- best: {measured[-1]}\n" in section  # its rounds as it recorded them
     assert out["points"] == dict.fromkeys(["baseline", *measured], "complete")
+    assert out["best"][-1].startswith(f"{search}: 5 restarts")  # its cost, as recorded
+    # halving's screening run that failed (in the sibling sweep s.screen0) a rerun would retry
+    assert out["incomplete"] == (["ddtree-b32-k2-w2048@L0"] if search == "halving" else [])
     assert (s / "summary.csv").is_file()
