@@ -1,6 +1,5 @@
-"""Model search (sweep/model_search.py) and coordinate descent (sweep/descent.py) against the full
-grid on generated objective surfaces: how many restarts each spends and whether its answer is the
-grid's.
+"""The model search (sweep/model_search.py) against the full grid on generated objective surfaces:
+how many restarts it spends and whether its answer is the grid's.
 
     .venv/bin/python benchmarks/search_surfaces.py           # 30 surfaces a class, 2 jobs
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
@@ -26,7 +25,7 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
   curve: the best topk moves with the budget;
 - plateau: below a budget (16 to 64) topk has no effect (a DDTree chain): those points start the
   same server as their topk-1 point, so, as the planner does with such twins (sweep/points.py
-  same_servers), the grid and both searches count them once; above it a tree adds a gain (or a
+  same_servers), the grid and the search count them once; above it a tree adds a gain (or a
   loss) that grows with the budget, best at a width that grows with it too;
 - two-peaks: two separate bumps over a floor, the lower 60-100 % of the higher, each a local best
   of the grid (one step along one axis leads nowhere higher);
@@ -37,8 +36,8 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
 - edge: a surface that peaks late (concave curves peaking at 0.4 to 1.6 of each axis), a ridge
   or two peaks, and an edge: every point whose memory proxy budget * (1 + c * topk) * window ** a
   (c 0.1 to 1, a 0.3 to 1.2) is in the top 10 to 50 % of the grid fails to start (an upper set
-  in the three axes: `failing`); its measurement is [] (a failed start), and the searches are
-  judged against the best point that can run. The model search gets sweep/failures.py
+  in the three axes: `failing`); its measurement is [] (a failed start), and the grid and the
+  search are judged against the best point that can run. The model search gets sweep/failures.py
   dominated as `rules` (what a failure rules out) and `sizes` (which points are at least as
   large), as the sweep hands it every failure out of memory; every class gets them (no other
   class fails). A start that runs reports the share of its memory limit it used (memory_share:
@@ -49,20 +48,20 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
 
 Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
 repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point
-(the grid and both searches see the same draws). The grid's answer is its best mean. The model
+(the grid and the search see the same draws). The grid's answer is its best mean. The model
 search measures as the sweep does (adaptive()): one repetition, then, unless it is clearly out
 (bench/more_repetitions.py MoreRule.first), the rest, then more while the rule says so.
 
 The cost model (`--load-seconds`, 360; `--rep-seconds`, 60): a start costs a load, a failed
 start too (its seconds to failure), a repetition its bench. The full grid starts every point,
 failures included, with three repetitions each. A second table gives, per class and noise, for
-the grid, descent and the model search, the time as a share of the grid's (median / max), the
+the grid and the model search, the time as a share of the grid's (median / max), the
 starts (median / max share), the failed starts (median / max) and the answers within 2 % of the
 best point that can run, and whether the model search meets the targets (within 2 % on all but
 1 in 30; time median at most 30 % of the grid's at 2 % noise and 65 % at 5 %; failed starts
 median at most 2 and max at most 4).
 
-Per class and noise the table gives, for descent and the model search: the restarts (median and
+Per class and noise the table gives, for the model search: the restarts (median and
 max, as a share of the grid's restarts: one per distinct server), how often the answer is within
 2 % of the grid's answer (its true value at least 98 % of the grid answer's true value: the
 acceptance figure), how often it is within 2 % of the true best, how often it is the true best,
@@ -95,9 +94,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import descent, failures, model_search
+from sweep import failures, grid_axes, model_search
 from sweep.points import Point
-from sweep.search import Measurement
+from sweep.search_state import Measurement
 from sweep.stats import compare_repetitions
 
 BUDGETS = (8, 16, 32, 48, 64, 96)
@@ -470,7 +469,7 @@ def smooth_answer(
     seed: int,
     noise: float,
     true: dict[str, float],
-    grid: descent.Grid,
+    grid: grid_axes.Grid,
     order: dict[str, int],
     measured: dict[str, list[float]],
     again: int,
@@ -552,7 +551,7 @@ def adaptive(
 
 def hosts_search(
     pts: Sequence[Point],
-    grid: descent.Grid,
+    grid: grid_axes.Grid,
     measure: Callable[..., list[float]],
     strategy: model_search.ModelSearch,
     rules: Callable[[str], frozenset[str]] | None = None,
@@ -603,8 +602,8 @@ def _measured(state: model_search.ModelState[Point]) -> list[str]:
     return [p.point_id for p in state.ranking]
 
 
-def grid_of(pts: Sequence[Point]) -> descent.Grid:
-    return descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
+def grid_of(pts: Sequence[Point]) -> grid_axes.Grid:
+    return grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in pts})
 
 
 @dataclass(frozen=True)
@@ -635,7 +634,7 @@ def cost(recorded: Sequence[Measurement], task: Task) -> tuple[float, int, int]:
 
 
 def run_one(task: Task) -> dict[str, Outcome]:
-    """One surface: the full grid, descent and the model search, on the same noisy draws."""
+    """One surface: the full grid and the model search, on the same noisy draws."""
     true = truth(task.kind, task.index, task.seed, task.budget_axis)
     fails = failing(task.kind, task.index, task.seed)
     measure = noisy(task.kind, task.index, task.seed, task.noise, true, fails)
@@ -651,7 +650,6 @@ def run_one(task: Task) -> dict[str, Outcome]:
     # what a failure rules out, and which points are at least as large as which: every failure
     # here is out of memory (sweep/failures.py), as the sweep's search is handed them
     rules = failures.dominated(pts)
-    d_state, d_rec = descent.search(pts, grid, measure, descent.Descent())
     m_measure, m_got = adaptive(
         task.kind,
         task.index,
@@ -672,8 +670,8 @@ def run_one(task: Task) -> dict[str, Outcome]:
         sizes=rules,
         memory=shares.get if shares else None,
     )
-    assert d_state.best is not None and m_state.best is not None
-    d_true, m_true = true[d_state.best.point_id], true[m_state.best.point_id]
+    assert m_state.best is not None
+    m_true = true[m_state.best.point_id]
     verdict = m_state.verdict
     extra: dict[str, Outcome] = {}
     if task.confirm:
@@ -723,7 +721,6 @@ def run_one(task: Task) -> dict[str, Outcome]:
             rounds=len(b_state.rounds),
             reps=sum(len(v) for v in b_got.values()),
         )
-    d_time, d_fails, _ = cost(d_rec, task)
     m_time, m_fails, m_ones = cost(m_rec, task)
     return extra | {
         "grid": Outcome(
@@ -735,15 +732,6 @@ def run_one(task: Task) -> dict[str, Outcome]:
             time=grid_time,
             grid_time=grid_time,
             fails=grid_fails,
-        ),
-        "descent": Outcome(
-            d_state.restarts,
-            len(pts),
-            d_true / top,
-            d_true / grid_best,
-            time=d_time,
-            grid_time=grid_time,
-            fails=d_fails,
         ),
         "model": Outcome(
             m_state.restarts,
@@ -834,8 +822,8 @@ def print_costs(
     rep: float,
     noises: Sequence[float] = NOISES,
 ) -> bool:
-    """The cost table (--load-seconds, --rep-seconds): per class and noise, for the grid, descent
-    and the model search, the time as a share of the grid's (median / max), the starts as a
+    """The cost table (--load-seconds, --rep-seconds): per class and noise, for the grid and the
+    model search, the time as a share of the grid's (median / max), the starts as a
     share of the grid's (median / max), the failed starts (median / max), within 2 % of the best
     point that can run (of n); for the model search also the runs stopped after one repetition
     (median) and whether the cell meets the targets. Returns whether every cell does."""
@@ -849,9 +837,7 @@ def print_costs(
         f"failed starts median <= {FAILS_TARGET[0]} and max <= {FAILS_TARGET[1]}"
     )
     head = ["class", "noise", "grid fails", "grid 2 %"]
-    for who in ("descent", "model"):
-        head += [f"{who} time", f"{who} starts", f"{who} fails", f"{who} 2 %"]
-    head += ["model 1-rep", "met"]
+    head += ["model time", "model starts", "model fails", "model 2 %", "model 1-rep", "met"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     ok = True
@@ -861,15 +847,13 @@ def print_costs(
             grid = [r["grid"] for r in rows]
             line = [kind, f"{nz:.0%}", _med_max([o.fails for o in grid], "g")]
             line.append(str(sum(o.ratio >= 1.0 - WITHIN for o in grid)))
-            for who in ("descent", "model"):
-                outs = [r[who] for r in rows]
-                line += [
-                    _med_max([(o.time or 0.0) / (o.grid_time or 1.0) for o in outs], ".0%"),
-                    _med_max([o.restarts / o.grid for o in outs], ".0%"),
-                    _med_max([o.fails for o in outs], "g"),
-                    str(sum(o.ratio >= 1.0 - WITHIN for o in outs)),
-                ]
             model = [r["model"] for r in rows]
+            line += [
+                _med_max([(o.time or 0.0) / (o.grid_time or 1.0) for o in model], ".0%"),
+                _med_max([o.restarts / o.grid for o in model], ".0%"),
+                _med_max([o.fails for o in model], "g"),
+                str(sum(o.ratio >= 1.0 - WITHIN for o in model)),
+            ]
             share = statistics.median((o.time or 0.0) / (o.grid_time or 1.0) for o in model)
             fails = [o.fails for o in model]
             found = sum(o.ratio >= 1.0 - WITHIN for o in model)
@@ -1089,7 +1073,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grid 2 %",
         "grid best",
         "grid worst",
-        *(f"descent {c}" for c in cols),
         *(f"model {c}" for c in ["reps", *cols]),
         "model settled",
         "model misses: unmeasured / measured",
@@ -1105,7 +1088,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = [by[(kind, nz, i)] for i in range(n)]
             line = [kind, f"{nz:.0%}"]
             line += cells([r["grid"] for r in rows], search=False)
-            line += cells([r["descent"] for r in rows])
             line += cells([r["model"] for r in rows])
             line.append(str(sum(bool(r["model"].settled) for r in rows)))
             missed = [r["model"] for r in rows if r["model"].ratio < 1.0 - WITHIN]

@@ -49,7 +49,7 @@ SWEEP_DEFAULTS: dict[str, Any] = {
 }
 
 
-SEARCHES = ("grid", "halving", "descent", "model")
+SEARCHES = ("grid", "model")  # search=halving and search=descent: retired (search_rounds.RETIRED)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -201,7 +201,11 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
     sweep.yml's first play on the controller, before any host is contacted, and by every plan.
     A dataset is read (streamed) and sampled here; its sample is kept under
     <results>/.workloads/ so that later plans do not read the file again (sweep/workload.py)."""
+    from sweep import search_rounds
+
     cli = inp.get("cli") or {}
+    # a retired search or one of its settings: refused first, saying why (nothing sampled yet)
+    search_rounds.retired(cli)
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     points = expand(cli, inventory, inp.get("server"))
     root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
@@ -238,21 +242,20 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             "capacity ranks whole capacity searches; use search=grid"
         )
     if search_name == "grid":
-        from sweep.search_rounds import SEARCH_KEYS, given_setting
-
-        given = [k for k in SEARCH_KEYS if given_setting(cli, k) is not None]
+        keys = search_rounds.SEARCH_KEYS
+        given = [k for k in keys if search_rounds.given_setting(cli, k) is not None]
         if given:
             raise SweepInputError(
                 f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "
-                "point (give search=halving, descent or model)"
+                "point (give search=model)"
             )
     else:
-        from sweep import objectives, search_rounds
+        from sweep import objectives
 
         obj = objectives.make(
             objective["objective"], objective["slo_ttft_ms"], objective["slo_tpot_ms"]
         )
-        search_rounds.strategy(cli, obj, search_name)  # its parameters' SweepInputErrors
+        search_rounds.strategy(cli, obj)  # its parameters' SweepInputErrors
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):

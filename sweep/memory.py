@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from sweep.descent import Grid
+from sweep.grid_axes import Grid
 
 # a point whose fitted share is this many of the fit's residual sds over 1 is not started
 OVER_SDS = 2.0

@@ -1,13 +1,12 @@
-"""The model search over the grid (`search=model`): it saves restarts as descent does, and its
+"""The model search over the grid (`search=model`): it starts fewer servers than the grid, and its
 answer is the grid's or it says that it may not be. Pure logic, no I/O.
 
-Coordinate descent (sweep/descent.py) stops where no single step from the best is better, so a
-ridge (parameters that interact) or a second, higher peak ends it short of the best. This search
-keeps a model of the objective over the whole grid and stops only when, by that model and the
-noise its repetitions show, no point it has not measured can beat its answer by more than the tie
-margin. The grid and its points as in descent (sweep/descent.py Grid: ordered axes, an axis of
-one value is none); each axis is scaled to [0, 1] by rank. The rule, one round at a time, every
-run at the full bench:
+A search that stops where no single step from the best is better ends short of the best on a
+ridge (parameters that interact) or below a second, higher peak. This search keeps a model of the
+objective over the whole grid and stops only when, by that model and the noise its repetitions
+show, no point it has not measured can beat its answer by more than the tie margin. The grid and
+its points: sweep/grid_axes.py Grid (ordered axes, an axis of one value is none); each axis is
+scaled to [0, 1] by rank. The rule, one round at a time, every run at the full bench:
 
 - Round 0 measures a space-filling design of `initial` (7) points: the one nearest the grid's
   centre, then each time the one farthest from those chosen (the first in point order among
@@ -88,16 +87,16 @@ own before it waits or ends, so no measurement is dropped.
 
 Why this method, from benchmarks/search_surfaces.py (72-point grid, 30 surfaces of each class,
 2 % and 5 % noise on three repetitions; the table in benchmarks/README.md). A per-parameter model
-is what descent assumes, and a quadratic response surface cannot hold two peaks; a Gaussian
+cannot hold an interaction, and a quadratic response surface cannot hold two peaks; a Gaussian
 process is the simplest model that holds an interaction and several peaks and says how unsure it
 is between the points measured. Over seeds 1 to 5 (1,200 searches a setting) its answer was
-within 2 % of the grid's on 29 or 30 of 30 surfaces of every class at both noises (descent's on
-16 to 30 of 30), with a median of 24 to 43 % of the grid's restarts (descent's: 15 to 20 %).
+within 2 % of the grid's on 29 or 30 of 30 surfaces of every class at both noises, with a median
+of 24 to 43 % of the grid's restarts.
 What each part buys there (the likely settings' bound, 2 sd, 7 points in round 0, the
 answer as the best mean): benchmarks/README.md.
 The figures of each later refinement (more repetitions, axes by rank, regions left, the best's
 neighbours, diagonals, the edge and the clearly-out rule, with the seeds held out) are in
-benchmarks/README.md, section "The model search and descent on generated surfaces".
+benchmarks/README.md, section "The model search on generated surfaces".
 A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings; the axes alone:
 13 to 85 ms).
 """
@@ -111,9 +110,9 @@ from typing import ClassVar
 
 from bench.more_repetitions import MARGIN, MAX_REPETITIONS
 from sweep import gaussian_process
-from sweep.descent import Grid
+from sweep.grid_axes import Grid
 from sweep.memory import over_limit
-from sweep.search import (
+from sweep.search_state import (
     Measurement,
     P,
     Round,
@@ -121,9 +120,9 @@ from sweep.search import (
     Skipped,
     State,
     Stats,
-    _check_points,
-    _schedule,
+    check_points,
     rank,
+    schedule,
     stats,
 )
 
@@ -168,8 +167,6 @@ class ModelSearch:
     neighbours: bool = True
     diagonals: bool = True
     name: ClassVar[str] = "model"
-    levels: ClassVar[int] = 1
-    last_level: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         budget = self.max_restarts
@@ -220,9 +217,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class ModelState(State[P]):
-    """search.State plus the verdict, the points measured before the search (warm starts), and
-    the ranking of every point measured (warm starts included) by its mean, which `best` reads:
-    the search's answer is the best mean measured, the grid's rule."""
+    """search_state.State plus the verdict, the points measured before the search (warm
+    starts), and the ranking of every point measured (warm starts included) by its mean, which
+    `best` reads: the search's answer is the best mean measured, the grid's rule."""
 
     verdict: Verdict | None = None
     warm: tuple[P, ...] = ()
@@ -581,7 +578,7 @@ def replay(
     out-of-memory failure of it would rule out): a round runs smallest first, and once a
     failure has shown an edge the search probes it from below (_probe).
     ValueError for a grid of one point and for a max_restarts below the first round's."""
-    order = _check_points(points)
+    order = check_points(points)
     if len(points) < 2:
         raise ValueError(
             f"only one point to search ({points[0].point_id}): a search needs two or more "
@@ -699,7 +696,7 @@ def replay(
         # (a pick its round's failure rules out is not waited for: the round is recorded)
         waits = any(pid not in recorded and pid not in early for pid in step.picks)
         if orphans and (not step.picks or waits):
-            consume(_schedule(orphans, sched, 0, running, math.inf)[0])
+            consume(schedule(orphans, sched, 0, running, math.inf, BUDGET_REASON)[0])
             continue
         if not step.picks:
             return state((), Verdict(True, step.gain, strategy.margin, step.ahead, step.why))
@@ -722,7 +719,7 @@ def replay(
             return state((), Verdict(False, step.gain, strategy.margin, step.ahead, why))
         ruled.update(early)
         cands = [by_id[pid] for pid in step.picks if pid not in early]
-        runs, _ = _schedule(cands, sched, 0, running, budget - used, BUDGET_REASON)
+        runs, _ = schedule(cands, sched, 0, running, budget - used, BUDGET_REASON)
         pending = tuple(r for r in runs if r.point.point_id not in recorded)
         if pending:
             rounds.append(Round(len(rounds), 0, runs))

@@ -35,13 +35,10 @@ class Plan:
     # final: a grid with nothing pending, or a search that is over (its baselines may be left)
     final: bool = False
     stopped: bool = False  # stop_on_failure stopped the search: nothing more runs
-    # search=halving: the search's state (sweep/search_rounds.py search_info) and where it is kept
+    # search=model: the search's state (sweep/search_rounds.py search_info) and where it is kept
     search: dict[str, Any] | None = None
     search_file: Path | None = None
     classes: dict[str, str] = field(default_factory=dict)
-    # halving's round before the last: the last level's plan, for the full benches its points
-    # may take right after screening (queue items' `run_on`) and for its baseline
-    run_on: Plan | None = None
     # the user's dataset, sampled: written under <results>/.workloads/ for the hosts to get
     dataset: workload.Dataset | None = None
     # point id -> (the point that starts the same server, why): not run, recorded as its copy
@@ -116,21 +113,10 @@ class Plan:
             for item in queue:
                 if not item["baseline"]:
                     item["more_args"] = ["--more-repetitions", self.more]
-        if self.run_on is not None and queue:
-            full = self.run_on.to_dict()
-            searched = {p.point_id for p in self.run_on.points if not p.is_baseline}
-            for item in queue:
-                if item["id"] in searched:
-                    ident = self.run_on.identities.get(item["id"])
-                    item["run_on"] = {"sweep": full["sweep"], "identity": ident}
-            # its baseline in this round, as a finalist benched on needs no last one; first, so
-            # that the configuration running after the round is the last one screened
-            queue = [{**b, "sweep": full["sweep"]} for b in full["queue"] if b["baseline"]] + queue
         return {
             "sweep": self.sweep_dict(),
             "points": [point(p) for p in self.points],
-            # the runs still to hand out, in order (sweep/planner.py claims them one by one); an
-            # item with `sweep` belongs to that sweep instead
+            # the runs still to hand out, in order (sweep/planner.py claims them one by one)
             "queue": queue,
             "final": self.final,
             "search": self.search,
@@ -154,9 +140,8 @@ class Plan:
 
 
 def make_plan(inp: dict[str, Any]) -> Plan:
-    """The plan now: of a grid, its points not complete; of a search (halving, descent), the
-    level its pending runs are at, in that level's sweep directory (sweep/search_rounds.py).
-    `started` (epoch seconds, default now) is the invocation's start."""
+    """The plan now: of a grid, its points not complete; of the model search, its pending runs
+    (sweep/search_rounds.py). `started` (epoch seconds, default now) is the invocation's start."""
     hosts = [str(h) for h in inp.get("hosts") or []]
     if not hosts:
         raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
@@ -170,7 +155,7 @@ def make_plan(inp: dict[str, Any]) -> Plan:
             by_class.setdefault(classes[str(h)], caps)
     server = inp.get("server") or {}
     block_size = int(server.get("block_size") or given.inventory.get("block_size") or 16)
-    level = _LevelInput(
+    pin = _PlanInput(
         hosts,
         given.stop_on_failure,
         server,
@@ -181,18 +166,16 @@ def make_plan(inp: dict[str, Any]) -> Plan:
         by_class,
     )
     if given.search == "grid":
-        plan = _level_plan(level, given.name, given.sweep_dir, given.bench, points)
+        plan = _sweep_plan(pin, given.name, given.sweep_dir, given.bench, points)
         plan.final = not plan.pending
     else:
-        plan = _search_plan(level, given.cli, given.objective, given.sweep_dir, given.bench, points)
+        plan = _search_plan(pin, given.cli, given.objective, given.sweep_dir, given.bench, points)
     plan.dataset = given.dataset
-    if plan.run_on is not None:
-        plan.run_on.dataset = given.dataset
     return plan
 
 
 @dataclass(frozen=True)
-class _LevelInput:
+class _PlanInput:
     hosts: list[str]
     stop_on_failure: bool
     capabilities: dict[str, Any]
@@ -204,10 +187,10 @@ class _LevelInput:
     by_class: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _level_plan(
-    inp: _LevelInput, name: str, sweep_dir: Path, bench: dict[str, Any], points: list[Point]
+def _sweep_plan(
+    inp: _PlanInput, name: str, sweep_dir: Path, bench: dict[str, Any], points: list[Point]
 ) -> Plan:
-    """The plan of `points` in one sweep directory with one set of bench parameters."""
+    """The plan of `points` in the sweep's directory with its bench parameters."""
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
         raise SweepInputError(
@@ -254,21 +237,21 @@ def _level_plan(
 
 
 def _search_plan(
-    inp: _LevelInput,
+    inp: _PlanInput,
     cli: dict[str, Any],
     objective_cli: dict[str, Any],
     sweep_dir: Path,
     bench: dict[str, Any],
     points: list[Point],
 ) -> Plan:
-    """The halving (or descent) search now: the level its pending runs are at, in its own sweep
-    directory; when the search is over (or stopped), the final level's sweep, final."""
+    """The model search now: its pending runs, with the baseline and the warm starts to adopt;
+    when it is over (or stopped), every point it measured, final."""
     from sweep import objectives, search_rounds
 
     objective = objectives.make(
         objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
     )
-    strat = search_rounds.strategy(cli, objective, str(cli.get("search")), len(inp.hosts))
+    strat = search_rounds.strategy(cli, objective, len(inp.hosts))
     distinct = sorted({c for h, c in inp.classes.items() if c and h in inp.hosts})
     if len(distinct) > 1:
         raise SweepInputError(
@@ -285,8 +268,8 @@ def _search_plan(
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
-    measured = search_rounds.measurements(searched, sweep_dir, strat, objective, since)
-    warm = _warm_starts(inp, strat.name, sweep_dir, bench, searched, objective)
+    measured = search_rounds.measurements(searched, sweep_dir, objective, since)
+    warm = _warm_starts(inp, sweep_dir, bench, searched, objective)
     identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     excluded, rules = verdicts.for_search(
@@ -299,33 +282,21 @@ def _search_plan(
         raise SweepInputError(f"search={strat.name}: {e}") from None
     # warm starts not copied into the sweep yet: planned with the round, so found and copied
     adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
-    stopped = search_rounds.stopped(sweep_dir, strat.levels, since)
+    stopped = search_rounds.stopped(sweep_dir, since)
     info = search_rounds.search_info(
         sweep_dir, strat, since, state, stopped, objective, bench["repetitions"]
     )
-    last = strat.last_level
     if state.pending and not stopped:
-        screening = [r for r in state.pending if not r.run_on]
-        lv = screening[0].level
-        todo = [r.point for r in screening] + (baseline + adopt if lv == last else [])
-        plan = _level_plan(
-            inp,
-            search_rounds.level_name(sweep_dir.name, lv, strat.levels),
-            search_rounds.level_dir(sweep_dir, lv, strat.levels),
-            search_rounds.level_bench(bench, lv, strat.levels),
-            todo,
-        )
+        todo = [r.point for r in state.pending] + baseline + adopt
+        plan = _sweep_plan(inp, sweep_dir.name, sweep_dir, bench, todo)
         rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
         plan.more = rule.to_json() if rule is not None else None
-        may_run_on = [r.point for r in state.pending if r.run_on]
-        if may_run_on:
-            plan.run_on = _level_plan(inp, sweep_dir.name, sweep_dir, bench, may_run_on + baseline)
     else:
-        finals = [r.point for rnd in state.rounds for r in rnd.runs if r.level == last]
+        finals = [r.point for rnd in state.rounds for r in rnd.runs]
         finals += [p for p in adopt if p not in finals]
         final_ids = {p.point_id for p in finals}
         finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
-        plan = _level_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
+        plan = _sweep_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
         plan.final = True
         plan.stopped = stopped
     plan.search = info
@@ -334,8 +305,7 @@ def _search_plan(
 
 
 def _warm_starts(
-    inp: _LevelInput,
-    name: str,
+    inp: _PlanInput,
     sweep_dir: Path,
     bench: dict[str, Any],
     searched: list[Point],
@@ -345,8 +315,6 @@ def _warm_starts(
     under the same identity, copied into the sweep or found in the store (not with fresh)."""
     from sweep import search_rounds
 
-    if name != "model":
-        return []
     found: dict[str, Path] = {}
     if not inp.fresh:
         identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)

@@ -4,19 +4,18 @@
 input kept in `<sweep>/plan-input.json` with the invocation's start. Then each host loops on
 `python -m sweep next <sweep> <host>` (next_run), which answers, under a lock:
 
-- `run`: an item to serve and bench (a grid's point; a search's run at its level, in that
-  level's sweep; a lost host's point taken over; right after a halving screening, the same point
-  benched at the last level on the server still running it: a run-on), claimed for this host;
-- `wait`: nothing to hand out now, but runs in flight elsewhere may make some (a halving level
-  or a descent step not complete, or a point a host holds that may still be lost);
+- `run`: an item to serve and bench (a grid's point; a search's run; a lost host's point taken
+  over), claimed for this host;
+- `wait`: nothing to hand out now, but runs in flight elsewhere may make some (a search's round
+  not complete, or a point a host holds that may still be lost);
 - `done`: nothing left for this host in this invocation.
 
 What to run is recomputed from the records on disk at every ask (sweep/plan.py make_plan, the
 searches' replay), so a killed controller resumes exactly, and there is no cap on a search's
 length. Claims (sweep/claims.py) make sure a run is handed out once; a claim held by a host the
 playbook lost (unreachable: playbooks/callback_plugins/sweep_hosts.py lists them) is taken over.
-Among the runs a host may take it gets, in order: its run-on; a run of the configuration it is
-already serving (no restart); the first in the plan's order.
+Among the runs a host may take it gets, in order: a run of the configuration it is already
+serving (no restart); the first in the plan's order.
 """
 
 from __future__ import annotations
@@ -42,15 +41,14 @@ LOST_DIR_ENV = "SGLANG_SWEEP_LOST_DIR"  # set by playbooks/callback_plugins/swee
 FORKS_ENV = "SGLANG_SWEEP_FORKS"  # likewise: the playbook's forks
 
 
-def max_runs(plan: Plan, search_levels: int) -> int:
-    """The most runs an invocation can hand out: every point at every level it may reach, the
-    baselines once, and a take-over per host. A search plans a round at a time, but one
-    invocation runs it to its end: every point of its grid may be reached."""
-    root = _root_plan(plan)
-    searched = sum(1 for p in root.points if not p.is_baseline)
-    baselines = len(root.points) - searched
+def max_runs(plan: Plan) -> int:
+    """The most runs an invocation can hand out: every point it may reach, the baselines once,
+    and a take-over per host. A search plans a round at a time, but one invocation runs it to
+    its end: every point of its grid may be reached."""
+    searched = sum(1 for p in plan.points if not p.is_baseline)
+    baselines = len(plan.points) - searched
     reachable = max(searched, len((plan.search or {}).get("points") or []))
-    return reachable * max(search_levels, 1) + baselines + len(root.hosts)
+    return reachable + baselines + len(plan.hosts)
 
 
 def start(inp: dict[str, Any], forks: int | None = None) -> dict[str, Any]:
@@ -67,11 +65,10 @@ def start(inp: dict[str, Any], forks: int | None = None) -> dict[str, Any]:
     inp = {**inp, "started": time.time()}
     plan = make_plan(inp)
     _record(plan)
-    levels = int(((plan.search or {}).get("strategy") or {}).get("levels") or 1)
     out = plan.to_dict()
-    out["max_runs"] = max_runs(plan, levels)
-    sweep_dir = _root_dir(plan)
-    # where `next` is asked and the report is written (a search's screening levels are siblings)
+    out["max_runs"] = max_runs(plan)
+    sweep_dir = plan.sweep_dir
+    # where `next` is asked and the report is written
     out["root"] = str(sweep_dir)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     claims.clear(sweep_dir)
@@ -81,30 +78,15 @@ def start(inp: dict[str, Any], forks: int | None = None) -> dict[str, Any]:
     return out
 
 
-def _root_dir(plan: Plan) -> Path:
-    """The sweep's own directory (a search's screening levels are its siblings)."""
-    if plan.search_file is not None:
-        return plan.search_file.parent
-    return plan.sweep_dir
-
-
-def _root_plan(plan: Plan) -> Plan:
-    return plan.run_on or plan
-
-
 def _record(plan: Plan) -> None:
-    """sweep.json of each sweep the plan hands out runs in, once per invocation (the first
-    time: its run entry, the adopted measurements, its claims and staging cleared); every time,
-    the points that start the same server as one measured since (plan.settle_same) and the
-    search's search.json."""
-    for p in (plan, plan.run_on):
-        if p is None:
-            continue
-        runs = (layout.read_sweep(p.sweep_dir) or {}).get("runs") or [{}]
-        if runs[-1].get("started") != p.run_started:
-            record_run(p)
-        record_ruled(p)
-        settle_same(p)
+    """sweep.json, once per invocation (the first time: its run entry, the adopted measurements,
+    its claims and staging cleared); every time, the points that start the same server as one
+    measured since (plan.settle_same) and the search's search.json."""
+    runs = (layout.read_sweep(plan.sweep_dir) or {}).get("runs") or [{}]
+    if runs[-1].get("started") != plan.run_started:
+        record_run(plan)
+    record_ruled(plan)
+    settle_same(plan)
     if plan.search_file is not None and plan.search is not None:
         search_rounds.write_search_file(plan.search_file, plan.search)
 
@@ -128,41 +110,6 @@ def _hand_out(sweep_dir: Path, host: str, item: dict[str, Any], why: str) -> dic
     return {"action": "run", "item": item, "why": why, "started": time.time()}
 
 
-def _stopped(plan: Plan, sweep_dir: Path, since: float) -> bool:
-    """A stop_on_failure stop in this invocation (any level's marker written since it began)."""
-    for d in {plan.sweep_dir, sweep_dir, *((plan.run_on.sweep_dir,) if plan.run_on else ())}:
-        try:
-            if (d / layout.STOP).stat().st_mtime >= since:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _run_on(sweep_dir: Path, host: str, alive: list[str]) -> dict[str, Any] | None:
-    """The host's last run was a halving screening that leads its round: the same point at the
-    last level, on the server still running it (sweep/search.py runs_on decides)."""
-    last = _host_state(sweep_dir, host).get("item") or {}
-    run_on = last.get("run_on")
-    if not run_on:
-        return None
-    screened_in = Path(str((last.get("sweep") or {}).get("dir") or ""))
-    full = run_on["sweep"]
-    full_dir = Path(str(full["dir"]))
-    pid = str(last["id"])
-    if layout.point_status(screened_in, pid) != "complete":
-        return None  # the screening failed: nothing to run on
-    if layout.point_status(full_dir, pid) == "complete":
-        return None
-    if not search_rounds.run_on(full_dir, pid)["run"]:
-        return None
-    got = claims.claim(full_dir, pid, host, alive)
-    if not got["mine"]:
-        return None
-    item = {k: v for k, v in last.items() if k not in ("run_on", "identity", "sweep")}
-    return {**item, "identity": run_on.get("identity"), "sweep": full, "run_on_of": pid}
-
-
 def next_run(sweep_dir: Path, host: str, lost: set[str] | None = None) -> dict[str, Any]:
     """The next run for `host` (see the module docstring), decided under the sweep's lock."""
     sweep_dir = sweep_dir.resolve()
@@ -173,14 +120,11 @@ def next_run(sweep_dir: Path, host: str, lost: set[str] | None = None) -> dict[s
     with FileLock(str(sweep_dir / LOCK_FILE)):
         since = float(inp["started"])
         plan = current(sweep_dir, inp)
-        if _stopped(plan, sweep_dir, since):
+        if search_rounds.stopped(plan.sweep_dir, since):
             return {"action": "done", "why": "the sweep was stopped (stop_on_failure)"}
         alive = [h for h in plan.hosts if h not in lost]
-        run_on = _run_on(sweep_dir, host, alive)
-        if run_on is not None:
-            return _hand_out(sweep_dir, host, run_on, "run-on: it leads its round")
         planned = plan.to_dict()
-        # every item names its sweep: the plan's own unless it belongs to another level's
+        # every item names its sweep (the playbook's tasks read its directory and bench there)
         queue: list[dict[str, Any]] = [{"sweep": planned["sweep"], **i} for i in planned["queue"]]
         serving = ((_host_state(sweep_dir, host).get("item") or {}).get("server")) or None
         free, in_flight = _claimable(queue, plan, host, alive)

@@ -423,8 +423,8 @@ def best_line(c: dict[str, Any], objective: Objective) -> str:
 
 
 def search_lines(search: dict[str, Any]) -> list[str]:
-    """report.md's section on a halving, descent or model search (sweep/search_rounds.py's
-    search.json)."""
+    """report.md's section on a model search (sweep/search_rounds.py's search.json), or, short, on
+    one a retired search recorded (search=halving, search=descent: docs/search.md)."""
     st = search.get("strategy") or {}
     budget = st.get("max_restarts") or "none"
     verdict = search.get("verdict")
@@ -461,26 +461,8 @@ def search_lines(search: dict[str, Any]) -> list[str]:
                 "no point it did not measure beats the answer; the points it would measure next "
                 "are named below."
             )
-    elif search.get("search") == "descent":
-        about = (
-            f"Coordinate descent (max_restarts {budget}): the points above are the ones it "
-            "measured, each with the full bench; it stopped where no single step from the best "
-            "was left to try, so the points it never measured were not compared."
-        )
     else:
-        about = (
-            f"Successive halving (eta {st.get('eta')}, {st.get('levels')} levels, max_restarts "
-            f"{budget}, run-on {'on' if st.get('run_on') else 'off'}): the points above were "
-            "measured with the full bench: the finalists"
-            + (
-                ", and in the round before the last the points benched at once after their "
-                "screening, on the server still running them, because they led the round so far "
-                "(`+full`: no second start for them)"
-                if st.get("run_on")
-                else ""
-            )
-            + ". The screening runs are in the sibling sweeps `<sweep>.screen<level>`."
-        )
+        about = retired_search(search)
     lines = [
         "## Search",
         "",
@@ -506,5 +488,22 @@ def search_summary(search: dict[str, Any] | None) -> list[str]:
     cost = search.get("cost")
     if cost:
         return [cost["line"]]
-    name = search.get("search") or "halving"
+    name = search.get("search") or "search"
     return [f"{name}: {search.get('restarts')} restarts; full grid {search.get('grid_restarts')}"]
+
+
+def retired_search(search: dict[str, Any]) -> str:
+    """A sweep a retired search recorded (search=halving, search=descent; docs/search.md): what
+    it was, retired, and what the points above are; its rounds follow as it recorded them."""
+    name = search.get("search") or "an unknown search"
+    full = search.get("full") or []
+    measured = f"{len(full)} points measured with the full bench" if full else "its points"
+    return (
+        f"search: {name} (retired: docs/search.md); {measured}, shown above as any sweep's"
+        + (
+            " (its screening runs are in the sibling sweeps `<sweep>.screen<level>`)"
+            if name == "halving"
+            else ""
+        )
+        + ". Its rounds, as it recorded them:"
+    )

@@ -18,7 +18,7 @@ from sweep import objectives as objectives_mod
 from sweep.decision import winners
 from sweep.load import CAPACITY_OBJECTIVE
 from sweep.results import PointResult, baseline_of, load_points, rows, twins
-from sweep.search_rounds import SEARCH_FILE, full_benches, level_dir
+from sweep.search_rounds import SEARCH_FILE, full_benches
 
 
 def past_edge(points: list[PointResult]) -> list[str]:
@@ -33,6 +33,14 @@ def past_edge(points: list[PointResult]) -> list[str]:
     ]
 
 
+def _run_dir(sweep_dir: Path, level: str, levels: int) -> Path:
+    """Where a search's run at `level` was recorded: the sweep's own directory, or, for the
+    screening levels of a retired halving (docs/search.md), its sibling `<sweep>.screen<level>`."""
+    if not level.isdigit() or int(level) >= levels - 1:
+        return sweep_dir
+    return sweep_dir.with_name(f"{sweep_dir.name}.screen{level}")
+
+
 def _search_failed(sweep_dir: Path, search: dict[str, Any]) -> list[str]:
     """A search's failed runs ("<point>@L<level>") a rerun would try again: not those whose
     cause teaches."""
@@ -40,7 +48,7 @@ def _search_failed(sweep_dir: Path, search: dict[str, Any]) -> list[str]:
     out = []
     for run in search.get("failed") or []:
         pid, _, level = str(run).rpartition("@L")
-        d = level_dir(sweep_dir, int(level), levels) if level.isdigit() else sweep_dir
+        d = _run_dir(sweep_dir, level, levels)
         cause = (layout.read_json(d / pid / layout.FAILURE_FILE) or {}).get("cause")
         if cause not in failures.TEACHING:
             out.append(str(run))
@@ -52,8 +60,7 @@ def incomplete(
 ) -> list[str]:
     """Points the latest run planned that are not complete (failed, or never ran) and that a
     rerun would start (not past_edge). A search that is over planned only its full benches
-    (search.json's `full`) and the baseline: a point a halving round might have benched on and
-    did not is not missing."""
+    (search.json's `full`) and the baseline: a point it did not measure is not missing."""
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or []
     planned = runs[-1].get("points", []) if runs else [p.point_id for p in points]
     full = full_benches(search)
@@ -85,7 +92,7 @@ def write_report(
     points = load_points(sweep_dir, obj)
     full = full_benches(search)
     if full is not None:
-        # a point halving screened out was never to be benched in full: its Search line names it
+        # a point the search did not measure in full is not shown (its Search section names it)
         points = [p for p in points if p.baseline or p.point_id in full or p.status != "not run"]
     table = rows(points, obj.name)
     verdicts = greedy.verdicts(sweep_dir, points, greedy_match_min)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep import descent, failures, memory, model_search, search_rounds
+from sweep import failures, grid_axes, memory, model_search, search_rounds
 from sweep.failures import Failure
 from sweep.points import Point
 
@@ -80,7 +80,7 @@ def test_an_unknown_cause_is_refused() -> None:
 
 
 def test_the_model_search_never_starts_a_point_a_memory_failure_rules_out() -> None:
-    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    grid = grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
     edge = {p.point_id for p in GRID if p.budget * p.window >= 64 * 2048}
     started: list[str] = []
 
@@ -115,7 +115,7 @@ def test_the_model_search_never_starts_a_point_a_memory_failure_rules_out() -> N
 
 
 def test_points_excluded_before_the_search_are_never_picked_not_even_in_round_zero() -> None:
-    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    grid = grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
     excluded = {p.point_id for p in GRID if p.window == 2048}
     started: list[str] = []
 
@@ -182,7 +182,7 @@ def _memory(p: Point) -> float:
 
 
 def test_the_model_search_does_not_start_what_the_runs_memory_puts_over_the_limit() -> None:
-    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    grid = grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
     by_id = {p.point_id: p for p in GRID}
     edge = {p.point_id for p in GRID if _memory(p) >= 1}
 
@@ -223,7 +223,7 @@ def test_the_model_search_does_not_start_what_the_runs_memory_puts_over_the_limi
 
 
 def test_the_memory_fit_waits_for_enough_runs_and_numeric_axes() -> None:
-    grid = descent.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
+    grid = grid_axes.Grid.of({p.point_id: (p.budget, p.topk, p.window) for p in GRID})
     by_id = {p.point_id: p for p in GRID}
     runs = [p.point_id for p in GRID if _memory(p) < 0.5]
 
@@ -233,5 +233,5 @@ def test_the_memory_fit_waits_for_enough_runs_and_numeric_axes() -> None:
     assert memory.over_limit(grid, runs[:4], share, ()) == {}  # 3 axes + 2 needed
     over = memory.over_limit(grid, runs, share, ())
     assert over and all(_memory(by_id[pid]) > 1 for pid in over)
-    named = descent.Grid.of({p.point_id: (f"b{p.budget}", p.topk, p.window) for p in GRID})
+    named = grid_axes.Grid.of({p.point_id: (f"b{p.budget}", p.topk, p.window) for p in GRID})
     assert memory.over_limit(named, runs, share, ()) == {}

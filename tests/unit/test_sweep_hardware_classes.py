@@ -179,10 +179,9 @@ def test_several_classes_without_baselines_are_compared_raw_with_a_warning(
     )
 
 
-@pytest.mark.parametrize("search", ["halving", "descent"])
 def test_a_search_over_hosts_of_several_classes_is_refused_before_anything_is_written(
-    tmp_path: Path, search: str
+    tmp_path: Path,
 ) -> None:
-    with pytest.raises(SweepInputError, match=f"search={search}: the hosts are of 2 hardware"):
-        two_class_plan(tmp_path, search=search)
+    with pytest.raises(SweepInputError, match="search=model: the hosts are of 2 hardware"):
+        two_class_plan(tmp_path, search="model")
     assert not (tmp_path / "results").exists() and not list(tmp_path.rglob("search.json"))

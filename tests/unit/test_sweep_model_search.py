@@ -15,21 +15,22 @@ from typing import Any
 import numpy as np
 import pytest
 from test_sweep_fakes import plan_input
-from test_sweep_halving import measure as measure_one
 from test_sweep_planner import drive, speed, start
+from test_sweep_search_rounds import measure as measure_one
 from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
-from sweep import descent, failures, layout, model_search, objectives, planner, search_rounds
+from sweep import failures, layout, model_search, objectives, planner, search_rounds
 from sweep.__main__ import main
+from sweep.grid_axes import Grid
 from sweep.model_search import ModelSearch, replay, search
 from sweep.params import SweepInputError
 from sweep.plan import make_plan
 from sweep.points import Point, same_servers
 from sweep.report import write_report
-from sweep.search import Measurement
 from sweep.search_rounds import describe_model as describe
+from sweep.search_state import Measurement
 
 BUDGETS = (8, 16, 24, 32, 48, 64, 80, 96)
 TOPKS = (1, 2, 3, 4, 5, 6)
@@ -41,8 +42,8 @@ def points() -> list[Point]:
     return sorted(pts, key=Point.sort_key)
 
 
-def grid_of(pts: list[Point]) -> descent.Grid:
-    return descent.Grid.of({p.point_id: (p.budget, p.topk) for p in pts})
+def grid_of(pts: list[Point]) -> Grid:
+    return Grid.of({p.point_id: (p.budget, p.topk) for p in pts})
 
 
 def surface(f: Callable[[int, int], float], noise: float = 0.01) -> Measure:
@@ -76,13 +77,13 @@ def true_best(f: Callable[[int, int], float]) -> str:
 @pytest.mark.parametrize(
     ("f", "best"), [(ridge, "ddtree-b64-k6-w2048"), (two_peaks, "ddtree-b96-k6-w2048")]
 )
-def test_it_finds_the_best_where_descent_stops_short(
+def test_it_finds_the_best_on_a_ridge_and_past_a_lower_peak(
     f: Callable[[int, int], float], best: str
 ) -> None:
+    """Where a search that stops when no single step from the best is better ends short (the
+    retired coordinate descent did on both surfaces)."""
     pts, measure_ = points(), surface(f)
     assert true_best(f) == best
-    lost, _ = descent.search(pts, grid_of(pts), measure_, descent.Descent())
-    assert lost.best is not None and lost.best.point_id != best  # descent ends short of it
     state, recorded = search(pts, grid_of(pts), measure_, ModelSearch())
     assert state.done and state.best is not None and state.best.point_id == best
     # 20 of 48 on the ridge since the likely settings span 3 of log likelihood (15 within 2):
@@ -233,7 +234,7 @@ def test_a_neighbour_of_the_best_is_measured_before_the_search_settles() -> None
 
 def _without_and_with(
     index: int, seed: int, without: ModelSearch, with_: ModelSearch
-) -> tuple[dict[str, float], str, Any, descent.Grid]:
+) -> tuple[dict[str, float], str, Any, Grid]:
     """A two-peak surface of benchmarks/search_surfaces.py at 2 % noise searched without a rule
     and with it, each with more repetitions while a point may be the best, as the sweep runs it
     (each search its own record of what it measured): without, it settles with the true best
@@ -434,11 +435,9 @@ def test_bad_strategies_and_grids_are_refused() -> None:
     one = pts[:1]
     with pytest.raises(ValueError, match="only one point to search"):
         replay(one, grid_of(one), [], ModelSearch())
-    assert search_rounds.strategy({}, objectives.make("tpot"), "model") == ModelSearch(
+    assert search_rounds.strategy({}, objectives.make("tpot")) == ModelSearch(
         None, higher_is_better=False
     )
-    with pytest.raises(search_rounds.SearchInputError, match="halving_run_on=true: only with"):
-        search_rounds.strategy({"halving_run_on": "true"}, objectives.make(), "model")
 
 
 # ---------------------------------------------------------------- as search=model
@@ -611,15 +610,14 @@ def test_points_measured_before_under_the_same_identity_are_warm_starts(tmp_path
 
 def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any) -> None:
     cases = [
-        ({"search": "walk"}, "search=walk: choose one of grid, halving, descent, model"),
+        ({"search": "walk"}, "search=walk: choose one of grid, model"),
         ({**GRID, "max_restarts": "3"}, "search=model: max_restarts=3: the first round needs 7"),
         ({**GRID, "budget": "32", "topk": "4", "window": "2048"}, "only one point to search"),
         # twins: budget 8 is a chain whatever topk, so two topks are one server
         ({**GRID, "budget": "8", "topk": "2,4", "window": "2048"}, "only one point to search"),
-        ({**GRID, "halving_eta": "2"}, "halving_eta=2: only with search=halving"),
+        ({**GRID, "halving_eta": "2"}, "halving_eta=2: a setting of search=halving, which was"),
         ({**GRID, "max_repetitions": "0"}, "max_repetitions=0: must be an integer >= 1"),
-        ({**GRID, "search": "descent", "max_repetitions": "6"}, "max_repetitions=6: only with"),
-        ({**GRID, "search": "halving", "max_repetitions": "6"}, "max_repetitions=6: only with"),
+        ({**GRID, "search": "descent", "max_repetitions": "6"}, "search=descent was retired"),
         ({**GRID, "search": "grid", "max_repetitions": "6"}, "max_repetitions=6: a search's"),
         ({**GRID, "search": "grid", "max_restarts": "9"}, "max_restarts=9: a search's setting"),
     ]

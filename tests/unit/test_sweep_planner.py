@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from test_sweep_fakes import plan_input
-from test_sweep_halving import measure
+from test_sweep_search_rounds import measure
 
 from bench.records import write_json
 from sweep import claims, layout, planner
@@ -85,14 +85,18 @@ def test_a_failed_point_is_not_retried_in_the_invocation_but_by_the_next(tmp_pat
 
 
 def test_the_configuration_a_host_serves_comes_first(tmp_path: Path) -> None:
-    d = start(tmp_path, budget="4,8", topk="2", search="halving", halving_eta=2)
+    d = start(tmp_path, budget="4,8", topk="2")
+    # h1 served b8 last (a run of an earlier invocation, say): no restart for it
+    served = planner.current(d).to_dict()["points"]
+    b8 = next(p for p in served if p["id"] == "ddtree-b8-k2-w2048")
+    write_json(d / planner.HOSTS_DIR / "h1.json", {"item": {"server": b8["server"]}})
     handed = drive(d, ["h1"])
-    screened = [p for _, p, sweep, _ in handed if sweep == "s.screen0"]
-    full = [(p, why) for _, p, sweep, why in handed if sweep == "s"]
-    assert screened == ["ddtree-b4-k2-w2048", "ddtree-b8-k2-w2048"]
-    # the last screened (still served) goes first in the last round; the baseline last
-    assert full[0] == ("ddtree-b8-k2-w2048", "the configuration this host already serves")
-    assert full[-1][0] == "baseline"
+    assert handed[0][1:] == (
+        "ddtree-b8-k2-w2048",
+        "s",
+        "the configuration this host already serves",
+    )
+    assert [p for _, p, _, _ in handed[1:]] == ["baseline", "ddtree-b4-k2-w2048"]
 
 
 def test_a_lost_hosts_point_is_taken_over_and_a_waiting_host_sees_it(tmp_path: Path) -> None:
@@ -115,18 +119,18 @@ def test_the_lost_hosts_come_from_the_playbooks_callback(tmp_path: Path) -> None
     assert planner.lost_hosts({}) == set()
 
 
-def test_a_halving_level_waits_for_the_runs_in_flight(tmp_path: Path) -> None:
-    d = start(tmp_path, hosts=["a", "b"], budget="4,8", topk="2", search="halving")
-    first = planner.next_run(d, "a", lost=set())
-    second = planner.next_run(d, "b", lost=set())
-    assert {first["item"]["id"], second["item"]["id"]} == {
-        "ddtree-b4-k2-w2048",
-        "ddtree-b8-k2-w2048",
-    }
-    measure(Path(first["item"]["sweep"]["dir"]), first["item"]["id"], 100.0)
-    # the screening level is not complete while b runs: a waits
-    assert planner.next_run(d, "a", lost=set())["action"] == "wait"
-    measure(Path(second["item"]["sweep"]["dir"]), second["item"]["id"], 150.0)
+def test_a_search_round_waits_for_the_runs_in_flight(tmp_path: Path) -> None:
+    d = start(tmp_path, hosts=["a", "b"], budget="8,16,32", topk="1,2", search="model")
+    held = planner.next_run(d, "b", lost=set())  # b holds a run of round 0 and does not finish
+    asked = []
+    for _ in range(20):  # a runs the rest of round 0, then the round is not complete while b runs
+        a = planner.next_run(d, "a", lost=set())
+        asked.append(a["action"])
+        if a["action"] != "run":
+            break
+        measure(Path(a["item"]["sweep"]["dir"]), a["item"]["id"], speed(a["item"]["id"]))
+    assert asked[-1] == "wait" and "1 run(s) in flight" in a["why"] and len(asked) > 1
+    measure(Path(held["item"]["sweep"]["dir"]), held["item"]["id"], speed(held["item"]["id"]))
     assert planner.next_run(d, "a", lost=set())["action"] == "run"
 
 
@@ -167,33 +171,15 @@ def test_the_next_command_prints_the_answer_and_when_the_run_started(
     assert "no sweep started there" in capsys.readouterr().err
 
 
-def test_a_descent_over_a_72_point_grid_finishes_in_one_invocation(tmp_path: Path) -> None:
-    d = start(
-        tmp_path,
-        budget="4,8,16,24,32,48",
-        topk="1,2,3,4",
-        window="1024,2048,4096",
-        search="descent",
-        baseline="false",
-    )
-    handed = drive(d, ["h1"])
-    info = json.loads((d / "search.json").read_text())
-    assert info["done"] and info["best"] == "ddtree-b48-k4-w4096"
-    assert 1 < len(handed) < 72
-
-
-@pytest.mark.parametrize("search", ["descent", "model"])
-def test_the_playbook_asks_often_enough_for_a_search_to_end_in_one_run(
-    tmp_path: Path, search: str
-) -> None:
+def test_the_playbook_asks_often_enough_for_a_search_to_end_in_one_run(tmp_path: Path) -> None:
     """sweep.yml asks `max_runs` times per host: a search plans a round at a time, so the bound
-    must cover its whole grid, not its first round (the demo's 6 x 4 x 3 descent stopped after
-    6 asks, "search not over")."""
+    must cover its whole grid, not its first round (a 6 x 4 x 3 search once stopped after 6
+    asks, "search not over")."""
     grid = {"budget": "4,8,16,24,32,48", "topk": "1,2,3,4", "window": "1024,2048,4096"}
-    out = planner.start(plan_input(tmp_path, sweep_name="s", search=search, **grid), None)
+    out = planner.start(plan_input(tmp_path, sweep_name="s", search="model", **grid), None)
     handed = drive(Path(out["root"]), ["h1"])
     info = json.loads((Path(out["root"]) / "search.json").read_text())
-    assert info["done"]
+    assert info["done"] and info["best"] == "ddtree-b48-k4-w4096"
     assert len(handed) <= out["max_runs"]
     # every point of the grid it searches (twins left out) could be reached
     assert out["max_runs"] >= len(info["points"]) > 7

@@ -117,3 +117,28 @@ def test_bad_load_is_named_and_no_host_is_contacted(tmp_path: Path, case: str) -
     assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
     assert "sglang_server : " not in out
     assert not (tmp_path / "results").exists()
+
+
+RETIRED_CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "search=halving": ({"search": "halving"}, "search=halving was retired"),
+    "search=descent": ({"search": "descent"}, "search=descent was retired"),
+    # the playbook passes a retired search's settings on (vars/sweep_inputs.yml), not ignores them
+    "halving_run_on": (
+        {"search": "model", "halving_run_on": True},
+        "halving_run_on=True: a setting of search=halving, which was retired",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RETIRED_CASES))
+def test_a_retired_search_is_refused_by_name_and_no_host_is_contacted(
+    tmp_path: Path, case: str
+) -> None:
+    extra, says = RETIRED_CASES[case]
+    run = sweep(tmp_path, {"budget": "8,16", **extra})
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    assert says in out and "Use search=model" in out, out[-2000:]
+    assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
+    assert "sglang_server : " not in out
+    assert not (tmp_path / "results").exists()

@@ -310,3 +310,48 @@ def test_repetitions_pair_up_so_the_prompts_spread_cancels(tmp_path: Path) -> No
     from sweep.stats import welch
 
     assert not welch([100.0, 150.0, 200.0], [95.0, 146.0, 194.0]).significant
+
+
+RETIRED = Path(__file__).resolve().parents[1] / "fixtures" / "retired_searches"
+
+
+@pytest.mark.parametrize(
+    ("search", "measured"),
+    [
+        ("halving", ["ddtree-b48-k2-w2048", "ddtree-b48-k4-w2048"]),
+        (
+            "descent",
+            [
+                "ddtree-b32-k2-w2048",
+                "ddtree-b48-k2-w2048",
+                "ddtree-b48-k4-w2048",
+                "ddtree-b64-k2-w2048",
+                "ddtree-b64-k4-w2048",
+            ],
+        ),
+    ],
+)
+def test_a_sweep_a_retired_search_recorded_still_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], search: str, measured: list[str]
+) -> None:
+    """search=halving and search=descent are retired (docs/search.md); the sweeps they recorded
+    (tests/fixtures/retired_searches, written by their code) still report, the points they
+    measured and the search they ran named."""
+    import shutil
+
+    shutil.copytree(RETIRED / search, tmp_path / search)
+    s = tmp_path / search / "s"
+    assert main(["report", str(s), "--no-plots", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    md = (s / "report.md").read_text()
+    for pid in ["baseline", *measured]:
+        assert f"| {pid} | complete |" in md  # the points table
+        assert f"| {pid} | ctx512-c1-out64-random | 1 |" in md  # its results
+    section = md.split("## Search")[1]
+    assert f"search: {search} (retired: docs/search.md); {len(measured)} points measured" in section
+    assert f"- best: {measured[-1]}\n" in section  # its rounds as it recorded them
+    assert out["points"] == dict.fromkeys(["baseline", *measured], "complete")
+    assert out["best"][-1].startswith(f"{search}: 5 restarts")  # its cost, as recorded
+    # halving's screening run that failed (in the sibling sweep s.screen0) a rerun would retry
+    assert out["incomplete"] == (["ddtree-b32-k2-w2048@L0"] if search == "halving" else [])
+    assert (s / "summary.csv").is_file()

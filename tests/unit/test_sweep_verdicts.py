@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from test_sweep_fakes import plan_input
-from test_sweep_halving import measure
+from test_sweep_search_rounds import measure
 from test_sweep_store import CAPABILITIES
 
 from bench.records import write_json
