@@ -49,8 +49,8 @@ RETIRED = {
     "halving": "it starts every point at least once, so it cannot save restarts; search=model "
     "finds the grid's answer in fewer starts",
     "descent": "it missed the grid's answer on up to 14 of 30 generated surfaces of a class "
-    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model finds it on "
-    "29 or 30 of 30 in fewer starts than the grid",
+    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model found it "
+    "on 29 or 30 of 30, in fewer starts than the grid",
 }
 # their settings, and the search that had them
 RETIRED_KEYS = {"halving_eta": "halving", "halving_levels": "halving", "halving_run_on": "halving"}
