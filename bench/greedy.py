@@ -2,7 +2,7 @@
 time, and the output token ids recorded (`greedy.json` beside the cell records).
 
 Speculative decoding is lossless at temperature 0 only when the drafter/verify path is correct:
-the controller (sweep/greedy.py) compares each point's outputs token by token with the
+the controller (sweep/store/greedy.py) compares each point's outputs token by token with the
 baseline's (speculation off, same build, same hardware class). Concurrency 1, so that the
 baseline's own answers do not depend on how requests were batched.
 

@@ -1,7 +1,7 @@
 """More repetitions of a point while its server is up, as long as it may still be the best.
 
-A search (sweep/model_search.py) ranks points by means of a few repetitions; at 5 % noise a mean
-of three is off by about 3 %, more than the 2 % a winner must hold. Measuring a contender again
+A search (sweep/search/model_search.py) ranks points by means of a few repetitions; at 5 % noise a
+mean of three is off by about 3 %, more than the 2 % a winner must hold. Measuring a contender again
 later costs a restart; adding repetitions now, on the server the point already runs, does not.
 So the planner hands the bench a rule (`--more-repetitions JSON`, MoreRule) with what the search
 knows so far: the best point's geometric mean and repetitions, and the pooled noise of every
@@ -68,7 +68,7 @@ Z = 2.0
 OUT_Z = 4.0  # the first repetition is clearly out this many sd below the margin under the best
 OUT_DF = 6  # ... judged only with this many degrees of freedom of pooled noise, or more
 MAX_REPETITIONS = 32  # the default cap: about ten times a sweep's usual three
-MARGIN = 0.02  # the tie margin, the model search's default too (sweep/model_search.py)
+MARGIN = 0.02  # the tie margin, the model search's default too (sweep/search/model_search.py)
 MORE_FILE = "more.json"
 
 

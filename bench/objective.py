@@ -2,7 +2,7 @@
 
 The definitions live here, in the host's package, because the bench itself uses them to decide
 whether a point needs more repetitions (bench/more_repetitions.py); the controller's report and
-searches read them through sweep/objectives.py.
+searches read them through sweep/config/objectives.py.
 
 - throughput: output tokens/s of the repetition (summary `output_throughput`); higher is better.
 - tpot: median TPOT of the repetition in ms (summary `tpot_ms.median`); lower is better.

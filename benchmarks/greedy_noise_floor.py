@@ -1,6 +1,6 @@
 """The greedy-output check's noise floor on a real SGLang: the baseline against itself.
 
-The check (bench/greedy.py, sweep/greedy.py) compares a speculative point's temperature-0
+The check (bench/greedy.py, sweep/store/greedy.py) compares a speculative point's temperature-0
 answers with the baseline's, token by token. How much the baseline disagrees with ITSELF is the
 floor any threshold must sit under: here, the same server configuration (speculation off)
 answers the same fixed prompts (the built-in workload's first `--prompts` conversations, as the
@@ -40,7 +40,7 @@ from bench.chat import ChatRenderer  # noqa: E402
 from bench.client import make_session  # noqa: E402
 from bench.corpora import material_text  # noqa: E402
 from bench.server import Server  # noqa: E402
-from sweep.greedy import compare  # noqa: E402
+from sweep.store.greedy import compare  # noqa: E402
 
 CPU_SERVER = ROOT / "tests" / "real_sglang" / "cpu_server.json"
 

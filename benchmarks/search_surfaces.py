@@ -1,5 +1,5 @@
-"""The model search (sweep/model_search.py) against the full grid on generated objective surfaces:
-how many restarts it spends and whether its answer is the grid's.
+"""The model search (sweep/search/model_search.py) against the full grid on generated objective
+surfaces: how many restarts it spends and whether its answer is the grid's.
 
     .venv/bin/python benchmarks/search_surfaces.py           # 30 surfaces a class, 2 jobs
     .venv/bin/python benchmarks/search_surfaces.py --quick   # 10 a class
@@ -24,7 +24,7 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
 - ridge: budget and topk interact, correlation 0.5 to 0.9 in size, either sign, plus a window
   curve: the best topk moves with the budget;
 - plateau: below a budget (16 to 64) topk has no effect (a DDTree chain): those points start the
-  same server as their topk-1 point, so, as the planner does with such twins (sweep/points.py
+  same server as their topk-1 point, so, as the planner does with such twins (sweep/config/points.py
   same_servers), the grid and the search count them once; above it a tree adds a gain (or a
   loss) that grows with the budget, best at a width that grows with it too;
 - two-peaks: two separate bumps over a floor, the lower 60-100 % of the higher, each a local best
@@ -37,14 +37,14 @@ window, each scaled to [0, 1]), `--surfaces` of each, seeded (`--seed`):
   or two peaks, and an edge: every point whose memory proxy budget * (1 + c * topk) * window ** a
   (c 0.1 to 1, a 0.3 to 1.2) is in the top 10 to 50 % of the grid fails to start (an upper set
   in the three axes: `failing`); its measurement is [] (a failed start), and the grid and the
-  search are judged against the best point that can run. The model search gets sweep/failures.py
-  dominated as `rules` (what a failure rules out) and `sizes` (which points are at least as
-  large), as the sweep hands it every failure out of memory; every class gets them (no other
-  class fails). A start that runs reports the share of its memory limit it used (memory_share:
-  the proxy over the limit, which lies halfway in logs between the largest point that runs and
-  the smallest that fails), as a run's journal does to the sweep (sweep/memory.py
+  search are judged against the best point that can run. The model search gets
+  sweep/store/failures.py dominated as `rules` (what a failure rules out) and `sizes` (which points
+  are at least as large), as the sweep hands it every failure out of memory; every class gets them
+  (no other class fails). A start that runs reports the share of its memory limit it used
+  (memory_share: the proxy over the limit, which lies halfway in logs between the largest point that
+  runs and the smallest that fails), as a run's journal does to the sweep (sweep/search/memory.py
   memory_share), and the model search does not start a point the fit of those shares puts over
-  the limit (sweep/memory.py over_limit; `--no-memory`: without it).
+  the limit (sweep/search/memory.py over_limit; `--no-memory`: without it).
 
 Every surface spans a factor 2 to 5 between its worst and best point. A measurement is three
 repetitions, each the true value times 1 + noise x N(0, 1), noise 2 % and 5 %, drawn once per point
@@ -70,8 +70,8 @@ how many of the model search's stops were settled (no unmeasured point can beat 
 more than the tie margin, by its model, and none it does not rule out lies far from every point
 measured: the rule of regions left); of its misses (not within 2 % of the true best), how many
 never measured the true best; and how the report would put the grid's and the search's misses
-(sweep/decision.py's test of the answer against the runner-up): the winner named, or a tie that
-hands the operator a point within 2 % of the true best, or a tie of two misses.
+(sweep/results/decision.py's test of the answer against the runner-up): the winner named, or a tie
+that hands the operator a point within 2 % of the true best, or a tie of two misses.
 """
 
 from __future__ import annotations
@@ -94,10 +94,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import more_repetitions
-from sweep import failures, grid_axes, model_search
-from sweep.points import Point
-from sweep.search_state import Measurement
-from sweep.stats import compare_repetitions
+from sweep.config.points import Point
+from sweep.results.stats import compare_repetitions
+from sweep.search import grid_axes, model_search
+from sweep.search.search_state import Measurement
+from sweep.store import failures
 
 BUDGETS = (8, 16, 32, 48, 64, 96)
 TOPKS = (1, 2, 4, 6)
@@ -378,9 +379,9 @@ class Outcome:
     reps: int | None = None  # repetitions run, where they differ from REPS a restart
     rounds: int | None = None  # the search's rounds (a round's runs go to the hosts at once)
     seen: bool | None = None  # whether the true best was among the points measured
-    # the report's decision (sweep/decision.py): whether it names the answer the winner (its test
-    # tells it from the runner-up) or calls the two a tie, and the runner-up's true value / true
-    # best (on a tie the operator is handed both)
+    # the report's decision (sweep/results/decision.py): whether it names the answer the winner (its
+    # test tells it from the runner-up) or calls the two a tie, and the runner-up's true value /
+    # true best (on a tie the operator is handed both)
     called: bool | None = None
     runner: float | None = None
     # the cost model (--load-seconds, --rep-seconds): every start a load, a failed one too (its
@@ -576,8 +577,8 @@ def hosts_search(
 
 def called(values: dict[str, list[float]]) -> tuple[bool, str | None]:
     """Whether the report would name the best mean of `values` (repetitions by point) the
-    winner: sweep/decision.py's test of it against the runner-up (Welch's: the surfaces' draws
-    are independent, there is nothing to pair) is significant; otherwise a tie. And the
+    winner: sweep/results/decision.py's test of it against the runner-up (Welch's: the surfaces'
+    draws are independent, there is nothing to pair) is significant; otherwise a tie. And the
     runner-up (None: a point alone)."""
     ranked = sorted(values, key=lambda pid: -statistics.fmean(values[pid]))
     if len(ranked) < 2:
@@ -648,7 +649,7 @@ def run_one(task: Task) -> dict[str, Outcome]:
     grid_time = len(pts) * task.load_seconds + len(grid_got) * REPS * task.rep_seconds
     by_pid = {p.point_id: p for p in pts}
     # what a failure rules out, and which points are at least as large as which: every failure
-    # here is out of memory (sweep/failures.py), as the sweep's search is handed them
+    # here is out of memory (sweep/store/failures.py), as the sweep's search is handed them
     rules = failures.dominated(pts)
     m_measure, m_got = adaptive(
         task.kind,
@@ -914,7 +915,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="diagonals",
         action="store_false",
         help="the model's length scales along the axes only (without the metrics that run them "
-        "along a diagonal of two axes: sweep/gaussian_process.py)",
+        "along a diagonal of two axes: sweep/search/gaussian_process.py)",
     )
     ap.add_argument(
         "--confirm",
@@ -1063,8 +1064,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(counts of {n}); reps: repetitions, median / max share of the grid's; misses: the "
         "model search's answers not within 2 % of the true best, the true best never measured "
         "(a region missed) / measured (the noise chose another); in the report: how the "
-        "report (sweep/decision.py's test of the answer against the runner-up) puts the misses: "
-        "named the winner / a tie with a point within 2 % of the true best / a tie of two misses"
+        "report (sweep/results/decision.py's test of the answer against the runner-up) puts the "
+        "misses: named the winner / a tie with a point within 2 % of the true best / a tie of two "
+        "misses"
     )
     cols = ["restarts med", "max", "=grid", "2 %", "best", "worst"]
     head = [

@@ -1,8 +1,8 @@
 # Why a start failed, read from the new server's journal: one of five causes, the journal line that
 # shows it and, for a rejected flag, the flags the build refused. The one classifier of the project:
 # sglang_ready runs it on the target host (module_utils/sglang_journal.py; AnsiballZ ships this file
-# with the module) and the sweep's controller loads this same file by path (sweep/record.py) for a
-# failure that did not come from sglang_ready. Standard library only, no ansible import.
+# with the module) and the sweep's controller loads this same file by path (sweep/store/record.py)
+# for a failure that did not come from sglang_ready. Standard library only, no ansible import.
 #
 # The words are the real SGLang 0.5.23's (wheel paths under sglang/srt/) and its dependencies':
 #   out of memory

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep.greedy import MATCH_MIN
+from sweep.store.greedy import MATCH_MIN
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the plan, write nothing (but a dataset's sample, a cache)",
     )
 
-    s = command("next", "the next run for a host: run, wait or done (sweep/planner.py)")
+    s = command("next", "the next run for a host: run, wait or done (sweep/cli/planner.py)")
     s.add_argument("sweep_dir", type=Path)
     s.add_argument("host")
     s.add_argument(
@@ -116,7 +116,7 @@ def _stdin_json() -> dict[str, Any]:
 
 def _run(a: argparse.Namespace) -> int:
     if a.command == "check":
-        from sweep.inputs import read_inputs
+        from sweep.cli.inputs import read_inputs
 
         given = read_inputs(_stdin_json())
         ds = given.dataset
@@ -135,8 +135,9 @@ def _run(a: argparse.Namespace) -> int:
         )
         return 0
     if a.command == "plan":
-        from sweep import planner, progress
-        from sweep.plan import make_plan
+        from sweep.cli import planner
+        from sweep.cli.plan import make_plan
+        from sweep.store import progress
 
         if a.dry_run:
             print(json.dumps(make_plan(_stdin_json()).to_dict()))
@@ -147,12 +148,12 @@ def _run(a: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0
     if a.command == "next":
-        from sweep import planner
+        from sweep.cli import planner
 
         print(planner.dumps(planner.wait_for_run(a.sweep_dir, a.host, a.wait)))
         return 0
     if a.command in ("finish-point", "fail-point"):
-        from sweep import progress, record, verdicts
+        from sweep.store import progress, record, verdicts
 
         info = record.load_info(sys.stdin.read())
         if a.command == "finish-point":
@@ -165,7 +166,7 @@ def _run(a: argparse.Namespace) -> int:
         print(text)
         return 0
     if a.command == "report":
-        from sweep.report import write_report
+        from sweep.report.report import write_report
 
         out = write_report(
             a.sweep_dir,
@@ -183,12 +184,12 @@ def _run(a: argparse.Namespace) -> int:
                 print(f"best {line}")
         return 0
     if a.command == "winner":
-        from sweep import deploy
+        from sweep.rollout import deploy
 
         print(json.dumps(deploy.choose(_stdin_json())))
         return 0
     if a.command == "canary":
-        from sweep import canary
+        from sweep.rollout import canary
 
         inp = _stdin_json()
         print(
@@ -208,12 +209,12 @@ def _run(a: argparse.Namespace) -> int:
         )
         return 0
     if a.command == "deployed":
-        from sweep import deploy
+        from sweep.rollout import deploy
 
         deploy.record(a.sweep_dir, _stdin_json())
         return 0
     if a.command == "run":
-        from sweep import runner
+        from sweep.cli import runner
 
         extravars = runner.parse_extravars(a.extra)
         ident = a.ident or runner.new_ident()
@@ -223,12 +224,12 @@ def _run(a: argparse.Namespace) -> int:
             return 0
         return runner.run_foreground(extravars, a.private_dir.resolve(), ident, a.inventory)
     if a.command == "status":
-        from sweep import runner
+        from sweep.cli import runner
 
         print(json.dumps(runner.status(a.private_dir.resolve(), a.ident), indent=1))
         return 0
     if a.command == "wheelhouse":
-        from sweep import wheelhouse
+        from sweep.store import wheelhouse
 
         path, built = wheelhouse.build(
             a.project.resolve(), a.cache.resolve(), a.python_version, a.machine
@@ -256,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except Exception as e:  # one clear line for the playbook's failure message
-        from sweep.params import SweepInputError
+        from sweep.config.params import SweepInputError
 
         kind = "bad sweep input" if isinstance(e, SweepInputError) else type(e).__name__
         print(f"sweep: {kind}: {e}", file=sys.stderr)

@@ -356,7 +356,7 @@ def test_the_greedy_check_passes_correct_speculation_and_catches_a_broken_one(
     """The baseline's temperature-0 answers against a speculative server's, compared by the
     sweep's own code: identical with a correct drafter/verify path; with SGLANG_EMU_DIVERGE=1
     (every answer changes after its 4th token) none is."""
-    from sweep.greedy import compare
+    from sweep.store.greedy import compare
 
     base = start_emulator(_flags(model_dirs, spec=False))
     spec = start_emulator(_flags(model_dirs))

@@ -29,7 +29,7 @@ from sglang_emulator.settings import Settings
 
 from bench import records
 from bench.cli import main
-from sweep.capacity import crossover as measured_crossover
+from sweep.report.capacity import crossover as measured_crossover
 
 SCALE = 0.5
 ACCEPT = 3.0

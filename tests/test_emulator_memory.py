@@ -84,7 +84,7 @@ def verdict(
 
 def test_monotone_in_budget_topk_window_and_batch(model_dirs: ModelDirs) -> None:
     """Demand never falls as budget, topk, window or max batch rise; so the failures form an
-    upper set (sweep/failures.py relies on it)."""
+    upper set (sweep/store/failures.py relies on it)."""
     budgets, topks = (4, 8, 15, 16, 31, 32, 48, 64, 128), (1, 2, 3, 4, 6, 8, 16)
     windows, batches = (16, 512, 1024, 2048, 4096, 8192), (1, 8, 48, 64, 256)
     grid = list(itertools.product(budgets, topks, windows, batches))
@@ -230,10 +230,10 @@ def test_over_the_edge_server_fails_after_loading(
 def test_a_server_that_fits_logs_the_share_of_its_reserve_it_used(
     start_emulator: Any, model_dirs: ModelDirs
 ) -> None:
-    """What the model search fits (sweep/memory.py memory_share): the share of the memory free
-    before graph capture that the capture took, read from the log as the sweep reads the
+    """What the model search fits (sweep/search/memory.py memory_share): the share of the memory
+    free before graph capture that the capture took, read from the log as the sweep reads the
     journal, is the model's A + G + B over R, which reaches 1 where the start fails."""
-    from sweep.memory import memory_share
+    from sweep.search.memory import memory_share
 
     flags = ddtree_tp8(model_dirs, budget=32, window=2048)
     env = {"SGLANG_EMU_VERSION": "ddtree", "SGLANG_DDTREE_MAX_TOPK": "4"}

@@ -1,8 +1,8 @@
 """Tells the sweep's online planner what only the running playbook knows (playbooks/sweep.yml).
 
 - The hosts it lost: a host that turns unreachable is named in a directory of this playbook run
-  (`$SGLANG_SWEEP_LOST_DIR/<host>`), so `python -m sweep next` (sweep/planner.py) hands its claimed
-  point to another host, even to one that has been waiting since before the loss (a task's
+  (`$SGLANG_SWEEP_LOST_DIR/<host>`), so `python -m sweep next` (sweep/cli/planner.py) hands its
+  claimed point to another host, even to one that has been waiting since before the loss (a task's
   variables, ansible_play_hosts among them, are fixed when it starts; this directory is not).
 - Its forks (`$SGLANG_SWEEP_FORKS`): the planner refuses more hosts than forks, which would sit
   idle while the first ones run.
@@ -22,7 +22,7 @@ from typing import Any
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-LOST_DIR_ENV = "SGLANG_SWEEP_LOST_DIR"  # sweep/planner.py reads the same names
+LOST_DIR_ENV = "SGLANG_SWEEP_LOST_DIR"  # sweep/cli/planner.py reads the same names
 FORKS_ENV = "SGLANG_SWEEP_FORKS"
 
 

@@ -43,7 +43,8 @@ def test_docs_parameters_md_is_generated_from_the_one_list() -> None:
 
 def test_a_default_from_is_the_value_the_code_uses() -> None:
     from bench.capacity import DEFAULT_SHARE
-    from sweep import canary, greedy
+    from sweep.rollout import canary
+    from sweep.store import greedy
 
     mod = _doc_module()
     by_name = {p["name"]: p for p in mod.parameters()["deploy"]}
@@ -54,7 +55,7 @@ def test_a_default_from_is_the_value_the_code_uses() -> None:
     role = yaml.safe_load((ROOT / "roles/sglang_bench/defaults/main.yml").read_text())
     assert mod.default_of(sweep["repetitions"]).startswith(f"{role['sglang_bench_repetitions']} ")
     with pytest.raises(AttributeError):
-        mod.default_of({"name": "x", "default_from": "sweep.canary:NO_SUCH"})
+        mod.default_of({"name": "x", "default_from": "sweep.rollout.canary:NO_SUCH"})
 
 
 @pytest.mark.parametrize("playbook", ["sweep", "deploy"])

@@ -1,5 +1,5 @@
 """module_utils/sglang_failure_cause.py: the cause of a failed start, on the host (sglang_ready)
-and on the controller (sweep/record.py), from the real SGLang 0.5.23's own journal lines.
+and on the controller (sweep/store/record.py), from the real SGLang 0.5.23's own journal lines.
 
 The excerpts in tests/fixtures/real_sglang/0.5.23/failures.json were recorded from the real server
 on CPU (image localhost/sglang-realhost:cpu). No CUDA run is recorded: the CUDA graph capture
@@ -16,7 +16,7 @@ import pytest
 from project_module_utils import MODULE_UTILS, module_utils
 from test_sweep_fakes import info
 
-from sweep import failures, record
+from sweep.store import failures, record
 
 fc = module_utils("sglang_failure_cause")
 journal = module_utils("sglang_journal")

@@ -1,6 +1,7 @@
-"""sweep.canary: the canary's verification bench against the sweep's figures for the deployed point
-on the same hardware class: a significant shortfall beyond the tolerance, or a failed greedy-output
-check, fails it; a class the sweep never measured the point on is refused unless allowed."""
+"""sweep.rollout.canary: the canary's verification bench against the sweep's figures for the
+deployed point on the same hardware class: a significant shortfall beyond the tolerance, or a failed
+greedy-output check, fails it; a class the sweep never measured the point on is refused unless
+allowed."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 from test_sweep_report import BASE, GREEDY_OUTPUTS, _rep_point
 
-from sweep import canary, deploy, layout
-from sweep.params import SweepInputError
+from sweep import layout
+from sweep.config.params import SweepInputError
+from sweep.rollout import canary, deploy
 
 CELL = {"context": 512, "concurrency": 1, "output_len": 64, "category": "random"}
 THROUGHPUT = {"objective": "throughput"}

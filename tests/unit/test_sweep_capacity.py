@@ -1,5 +1,5 @@
-"""Capacity and load in the report (sweep/capacity.py): ranking by brackets, speed-up by offered
-load against the baseline, the crossover, and the report's section."""
+"""Capacity and load in the report (sweep/report/capacity.py): ranking by brackets, speed-up by
+offered load against the baseline, the crossover, and the report's section."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bench.records import write_cell
-from sweep import capacity
-from sweep.capacity import Capacity, crossover, rank
-from sweep.results import PointResult
+from sweep.report import capacity
+from sweep.report.capacity import Capacity, crossover, rank
+from sweep.results.results import PointResult
 
 
 def _cap(point: str, low: float | None, high: float | None, settled: bool = True) -> Capacity:

@@ -1,4 +1,4 @@
-"""sweep.claims: the work queue - one host per point, a lost host's point taken over once."""
+"""sweep.store.claims: the work queue - one host per point, a lost host's point taken over once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 import multiprocessing
 from pathlib import Path
 
-from sweep import claims, layout
+from sweep import layout
+from sweep.store import claims
 
 
 def sweep(tmp: Path, started: float = 100.0) -> Path:

@@ -1,4 +1,5 @@
-"""sweep.deploy: what deploy.yml rolls out - a cell's winner, a tie only when a point is named."""
+"""sweep.rollout.deploy: what deploy.yml rolls out - a cell's winner, a tie only when a point is
+named."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import pytest
 from test_sweep_fakes import archive, plan_input
 from test_sweep_report import BASE, _rep_point
 
-from sweep import deploy, layout, plan, record, report
-from sweep.params import SweepInputError
+from sweep import layout
+from sweep.cli import plan
+from sweep.config.params import SweepInputError
+from sweep.report import report
+from sweep.rollout import deploy
+from sweep.store import record
 
 
 def finished_sweep(tmp: Path, throughputs: dict[str, float]) -> Path:

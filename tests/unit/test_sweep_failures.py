@@ -1,4 +1,5 @@
-"""sweep/failures.py: what a failed start rules out, and the model search that never starts it."""
+"""sweep/store/failures.py: what a failed start rules out, and the model search that never starts
+it."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sweep import failures, grid_axes, memory, model_search, search_rounds
-from sweep.failures import Failure
-from sweep.points import Point
+from sweep.config.points import Point
+from sweep.search import grid_axes, memory, model_search, search_rounds
+from sweep.store import failures
+from sweep.store.failures import Failure
 
 
 def ddtree(b: int, k: int, w: int, **kw: object) -> Point:

@@ -1,5 +1,5 @@
-"""sweep/gaussian_process.py: the model the model search fits, its metrics (the axes and their
-diagonals) and why a ridge weighs the diagonals."""
+"""sweep/search/gaussian_process.py: the model the model search fits, its metrics (the axes and
+their diagonals) and why a ridge weighs the diagonals."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from sweep import gaussian_process
-from sweep.gaussian_process import _fit, _metrics, bounds
+from sweep.search import gaussian_process
+from sweep.search.gaussian_process import _fit, _metrics, bounds
 
 GRID = np.array([(i / 5, j / 5) for i in range(6) for j in range(6)])  # 6 x 6 in [0, 1]^2
 SPREAD = [0, 3, 7, 11, 14, 18, 20, 25, 28, 31, 33, 35]  # 12 points measured over it

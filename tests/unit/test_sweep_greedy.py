@@ -1,5 +1,5 @@
-"""sweep.greedy: a point whose temperature-0 outputs differ from the baseline's is reported with
-its figures, never called a winner, and refused by `sweep winner` (deploy.yml)."""
+"""sweep.store.greedy: a point whose temperature-0 outputs differ from the baseline's is reported
+with its figures, never called a winner, and refused by `sweep winner` (deploy.yml)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import pytest
 from test_sweep_report import BASE, GREEDY_OUTPUTS, _rep_point, write_greedy
 
 from bench.records import write_json
-from sweep import deploy, greedy, layout
-from sweep.params import SweepInputError
-from sweep.report import write_report
-from sweep.results import load_points
+from sweep import layout
+from sweep.config.params import SweepInputError
+from sweep.report.report import write_report
+from sweep.results.results import load_points
+from sweep.rollout import deploy
+from sweep.store import greedy
 
 # The first 4 answers diverge after 2 tokens, the rest are the baseline's: 12/16 identical.
 DIVERGING = [[*o[:2], 99, 99, 99] if i < 4 else o for i, o in enumerate(GREEDY_OUTPUTS)]

@@ -1,11 +1,11 @@
-"""sweep.grid_axes: the grid's points on ordered axes, their neighbours."""
+"""sweep.search.grid_axes: the grid's points on ordered axes, their neighbours."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweep.grid_axes import Grid
-from sweep.points import Point
+from sweep.config.points import Point
+from sweep.search.grid_axes import Grid
 
 BUDGETS = (32, 40, 48, 64)
 TOPKS = (1, 2, 3)

@@ -15,9 +15,11 @@ from test_sweep_report import _rep_point
 from test_sweep_store import CAPABILITIES
 
 from bench.records import write_json
-from sweep import claims, layout, plan, record, store
-from sweep.params import SweepInputError
-from sweep.report import write_report
+from sweep import layout
+from sweep.cli import plan
+from sweep.config.params import SweepInputError
+from sweep.report.report import write_report
+from sweep.store import claims, record, store
 
 RTX = CAPABILITIES["identity"]["hardware"]
 H200 = "8x NVIDIA H200"

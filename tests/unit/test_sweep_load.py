@@ -1,13 +1,13 @@
-"""The sweep's open-loop and capacity parameters (sweep/load.py): validated with the bench's own
-rules, named as the sweep's parameters, and turned into the bench's flags."""
+"""The sweep's open-loop and capacity parameters (sweep/config/load.py): validated with the bench's
+own rules, named as the sweep's parameters, and turned into the bench's flags."""
 
 from __future__ import annotations
 
 import pytest
 
-from sweep.inputs import bench_params
-from sweep.load import bench_args, params
-from sweep.params import SweepInputError
+from sweep.cli.inputs import bench_params
+from sweep.config.load import bench_args, params
+from sweep.config.params import SweepInputError
 
 INVENTORY = {"bench": {"contexts": [512], "concurrency": [1, 4], "output_len": [64]}}
 

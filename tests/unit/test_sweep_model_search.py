@@ -1,4 +1,5 @@
-"""sweep.model_search: the model search over the grid, alone and as `sweep.yml -e search=model`."""
+"""sweep.search.model_search: the model search over the grid, alone and as `sweep.yml -e
+search=model`."""
 
 from __future__ import annotations
 
@@ -21,16 +22,20 @@ from test_sweep_store import CAPABILITIES, planned
 from test_sweep_store import measure as measure_all
 
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
-from sweep import failures, layout, model_search, objectives, planner, search_rounds
+from sweep import layout
 from sweep.__main__ import main
-from sweep.grid_axes import Grid
-from sweep.model_search import ModelSearch, replay, search
-from sweep.params import SweepInputError
-from sweep.plan import make_plan
-from sweep.points import Point, same_servers
-from sweep.report import write_report
-from sweep.search_rounds import describe_model as describe
-from sweep.search_state import Measurement
+from sweep.cli import planner
+from sweep.cli.plan import make_plan
+from sweep.config import objectives
+from sweep.config.params import SweepInputError
+from sweep.config.points import Point, same_servers
+from sweep.report.report import write_report
+from sweep.search import model_search, search_rounds
+from sweep.search.grid_axes import Grid
+from sweep.search.model_search import ModelSearch, replay, search
+from sweep.search.search_rounds import describe_model as describe
+from sweep.search.search_state import Measurement
+from sweep.store import failures
 
 BUDGETS = (8, 16, 24, 32, 48, 64, 80, 96)
 TOPKS = (1, 2, 3, 4, 5, 6)
@@ -93,8 +98,8 @@ def test_it_finds_the_best_on_a_ridge_and_past_a_lower_peak(
 
 
 def test_a_ridge_costs_fewer_restarts_with_length_scales_along_its_diagonal() -> None:
-    """The model's metrics (sweep/gaussian_process.py): on the diagonal ridge the same answer,
-    settled, for fewer restarts than with the length scales along the axes only."""
+    """The model's metrics (sweep/search/gaussian_process.py): on the diagonal ridge the same
+    answer, settled, for fewer restarts than with the length scales along the axes only."""
     pts, measure_ = points(), surface(ridge)
     runs = {}
     for diagonals in (False, True):
@@ -454,7 +459,7 @@ def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
     info = json.loads((d / "search.json").read_text())
     assert info["search"] == "model" and info["done"]
     assert info["grid_restarts"] == 40 - TWINS  # a twin is no point of its own
-    # (round 0 from the smaller half of the points in memory, sweep/failures.py dominated:
+    # (round 0 from the smaller half of the points in memory, sweep/store/failures.py dominated:
     # 16 of 26 here, one more than a design from the whole grid)
     assert len(handed) == len(set(handed)) == info["restarts"] < 0.65 * info["grid_restarts"]
     every = [
@@ -599,7 +604,7 @@ def test_points_measured_before_under_the_same_identity_are_warm_starts(tmp_path
     assert out["search"]["warm"] == warm
     status = {p["id"]: p["status"] for p in out["points"]}
     assert [status[pid] for pid in warm] == ["reused", "reused"]  # copied, not run
-    # round 0 from the smaller half in memory (sweep/failures.py dominated): b16 first
+    # round 0 from the smaller half in memory (sweep/store/failures.py dominated): b16 first
     assert [i["id"] for i in out["queue"] if not i["baseline"]] == ["ddtree-b16-k4-w2048"]
     assert out["search"]["restarts"] == 1
     assert out["search"]["rounds"][0].startswith("warm start (measured before under the same")
@@ -707,10 +712,10 @@ def test_the_surfaces_hosts_search_gives_a_run_only_what_had_finished() -> None:
 
 
 def test_the_surfaces_say_how_the_report_puts_a_miss() -> None:
-    """benchmarks/search_surfaces.py's "misses in the report": the report (sweep/decision.py)
-    names the best mean the winner only when its test tells it from the runner-up, otherwise a
-    tie of the two; a point alone wins. A miss is then named the winner, a tie with a point
-    within 2 % of the true best, or a tie of two misses."""
+    """benchmarks/search_surfaces.py's "misses in the report": the report
+    (sweep/results/decision.py) names the best mean the winner only when its test tells it from the
+    runner-up, otherwise a tie of the two; a point alone wins. A miss is then named the winner, a
+    tie with a point within 2 % of the true best, or a tie of two misses."""
     surfaces = _surfaces()
     called = surfaces.called
     apart = {"a": [100.0, 101.0, 99.0], "b": [90.0, 91.0, 89.0], "c": [50.0, 51.0, 49.0]}
@@ -735,7 +740,7 @@ def test_the_surfaces_say_how_the_report_puts_a_miss() -> None:
 def test_an_edge_of_memory_costs_few_failed_starts_and_its_best_runnable_is_found() -> None:
     """Every point past an edge (budget x topk: (i + 1) * (j + 1) > 12, an upper set) fails to
     start, and the objective rises towards a peak past it (b64-k5): with `rules` (what a
-    failure rules out) and `sizes` (which points are at least as large: sweep/failures.py
+    failure rules out) and `sizes` (which points are at least as large: sweep/store/failures.py
     dominated), a round runs smallest first, the first round's design does not replace what a
     failure pruned, and once a failure has shown the edge the search probes it from below. It
     finds the best point that can run, never starts a point an earlier failure ruled out, and

@@ -1,4 +1,5 @@
-"""sweep.objectives: throughput, TPOT and goodput per repetition; clear errors for bad input."""
+"""sweep.config.objectives: throughput, TPOT and goodput per repetition; clear errors for bad
+input."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from bench.metrics import RequestResult, summarize
 from bench.records import load_records, write_cell
 from bench.workload import build_matrix
-from sweep import objectives
-from sweep.objectives import goodput, meets_slo
+from sweep.config import objectives
+from sweep.config.objectives import goodput, meets_slo
 
 
 def _request(ttft: float, tpot: float, tokens: int = 64, **kw: Any) -> dict[str, Any]:

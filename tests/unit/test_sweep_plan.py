@@ -1,4 +1,4 @@
-"""sweep.plan: grid expansion, validation, ordering, ids, host split, resume."""
+"""sweep.cli.plan: grid expansion, validation, ordering, ids, host split, resume."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from test_sweep_fakes import INVENTORY, plan_input
 
-from sweep import inputs, plan
-from sweep.params import SweepInputError
-from sweep.plan import make_plan
+from sweep.cli import inputs, plan
+from sweep.cli.plan import make_plan
+from sweep.config.params import SweepInputError
 
 
 def ids(p: plan.Plan) -> list[str]:

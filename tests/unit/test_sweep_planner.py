@@ -1,4 +1,5 @@
-"""sweep.planner: the online planner every host asks for its next run (`python -m sweep next`)."""
+"""sweep.cli.planner: the online planner every host asks for its next run (`python -m sweep
+next`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from test_sweep_fakes import plan_input
 from test_sweep_search_rounds import measure
 
 from bench.records import write_json
-from sweep import claims, layout, planner
+from sweep import layout
 from sweep.__main__ import main
-from sweep.params import SweepInputError
+from sweep.cli import planner
+from sweep.config.params import SweepInputError
+from sweep.store import claims
 
 
 def start(tmp: Path, hosts: list[str] | None = None, forks: int | None = None, **cli: Any) -> Path:
@@ -228,7 +231,7 @@ def test_32_hosts_asking_at_once_share_the_work_exactly(tmp_path: Path) -> None:
 def test_points_that_start_the_same_server_run_once_and_are_recorded_as_its_measurement(
     tmp_path: Path,
 ) -> None:
-    from sweep.report import write_report
+    from sweep.report.report import write_report
 
     # the demo's old grid: with a block-16 drafter, DDTREE budgets 4 and 8 are chains
     d = start(tmp_path, budget="4,8", topk="2,4")
@@ -262,7 +265,7 @@ def test_points_that_start_the_same_server_run_once_and_are_recorded_as_its_meas
 
 
 def test_above_the_chain_topk_caps_the_tree_width() -> None:
-    from sweep.points import Point, same_servers
+    from sweep.config.points import Point, same_servers
 
     points = [Point("DDTREE", b, k, 2048) for b in (16, 32, 48) for k in (2, 3, 4, 6)]
     same = same_servers(points, 16)

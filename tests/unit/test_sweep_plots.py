@@ -1,4 +1,4 @@
-"""sweep.plots: error bars from the intervals, and the budget x topk speed-up heatmap."""
+"""sweep.report.plots: error bars from the intervals, and the budget x topk speed-up heatmap."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sweep import plots
+from sweep.report import plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

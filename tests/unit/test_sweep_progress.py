@@ -1,4 +1,4 @@
-"""sweep.progress: done/total, elapsed and an ETA from measured load and bench times."""
+"""sweep.store.progress: done/total, elapsed and an ETA from measured load and bench times."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from bench.records import write_json
-from sweep import layout, progress
+from sweep import layout
+from sweep.store import progress
 
 
 def _sweep(tmp: Path, ids: list[str], started: float, hosts: int = 1) -> Path:

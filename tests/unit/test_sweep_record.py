@@ -1,4 +1,4 @@
-"""sweep.record: a point appears whole or not at all; failures are retried and counted."""
+"""sweep.store.record: a point appears whole or not at all; failures are retried and counted."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from test_sweep_fakes import archive, evil_archive, info
 
-from sweep import layout, record
+from sweep import layout
+from sweep.store import record
 
 SERVER = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048, "env": {}}
 
@@ -68,7 +69,7 @@ def test_failure_then_success(tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     fail = info("p", SERVER, 0.0, reason="server crashed", journal="a\nb\n", task="wait")
     record.fail_point(sweep, {**fail, "host_class": "8x H200"})
-    # the class a verdict holds on (sweep/verdicts.py failure_of)
+    # the class a verdict holds on (sweep/store/verdicts.py failure_of)
     assert json.loads((sweep / "p" / "failure.json").read_text())["host_class"] == "8x H200"
     record.fail_point(sweep, fail)
     failure = json.loads((sweep / "p" / "failure.json").read_text())

@@ -1,4 +1,4 @@
-"""sweep.report: every point x cell, speed-up vs the baseline, winner or tie per cell,
+"""sweep.report.report: every point x cell, speed-up vs the baseline, winner or tie per cell,
 failures, plots."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from bench.records import write_cell, write_json, write_summaries
 from bench.workload import build_matrix
 from sweep import layout
 from sweep.__main__ import main
-from sweep.report import write_report
+from sweep.report.report import write_report
 
 
 def _point(sweep: Path, pid: str, server: dict, throughput: float, accept: float | None) -> None:
@@ -307,7 +307,7 @@ def test_repetitions_pair_up_so_the_prompts_spread_cancels(tmp_path: Path) -> No
     _rep_point(s, "spec", [100.0, 150.0, 200.0])
     [cell] = write_report(s, with_plots=False)["cells"]
     assert cell["winner"] == "spec" and cell["significant"] is True and cell["tie"] == []
-    from sweep.stats import welch
+    from sweep.results.stats import welch
 
     assert not welch([100.0, 150.0, 200.0], [95.0, 146.0, 194.0]).significant
 

@@ -1,4 +1,4 @@
-"""sweep.runner: -e parsing like ansible-playbook, status read from the artifacts, and detached
+"""sweep.cli.runner: -e parsing like ansible-playbook, status read from the artifacts, and detached
 runs through ansible-runner's own start and is-alive."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sweep import runner
+from sweep.cli import runner
 
 
 def test_extravars_like_ansible_playbook() -> None:

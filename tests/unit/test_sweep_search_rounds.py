@@ -1,6 +1,6 @@
-"""sweep.search_rounds: search=model planned from the sweep's records whenever the online planner
-is asked (here: `sweep plan` starts the invocation, planner.current is the plan after some runs
-were recorded), and the retired searches (search=halving, search=descent) refused by name.
+"""sweep.search.search_rounds: search=model planned from the sweep's records whenever the online
+planner is asked (here: `sweep plan` starts the invocation, planner.current is the plan after some
+runs were recorded), and the retired searches (search=halving, search=descent) refused by name.
 
 Its helpers (measure, fail, plan_round) are the other sweep tests' fake runs too."""
 
@@ -18,12 +18,15 @@ from test_sweep_report import _rep_point
 
 from bench.more_repetitions import MAX_REPETITIONS
 from bench.records import write_json
-from sweep import layout, objectives, planner, search_rounds
+from sweep import layout
 from sweep.__main__ import main
-from sweep.model_search import ModelSearch
-from sweep.params import SweepInputError
-from sweep.plan import make_plan
-from sweep.report import write_report
+from sweep.cli import planner
+from sweep.cli.plan import make_plan
+from sweep.config import objectives
+from sweep.config.params import SweepInputError
+from sweep.report.report import write_report
+from sweep.search import search_rounds
+from sweep.search.model_search import ModelSearch
 
 GRID = {"budget": "32,48,64", "topk": "2,4", "search": "model"}
 THROUGHPUT = objectives.make()

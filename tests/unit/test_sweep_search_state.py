@@ -1,5 +1,5 @@
-"""sweep.search_state: a search's statistics, its rounds' order and restart budget, its points'
-checks, and its cost against the full grid."""
+"""sweep.search.search_state: a search's statistics, its rounds' order and restart budget, its
+points' checks, and its cost against the full grid."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from sweep.model_search import ModelSearch
-from sweep.points import Point
-from sweep.search_state import (
+from sweep.config.points import Point
+from sweep.search.model_search import ModelSearch
+from sweep.search.search_state import (
     Round,
     Run,
     State,
@@ -51,7 +51,7 @@ def test_stats_ci_is_student_t_and_a_single_value_has_none() -> None:
 
 
 def test_stats_is_the_report_s_interval() -> None:
-    from sweep.stats import estimate
+    from sweep.results.stats import estimate
 
     for values in ([10.0, 12.0], [80.0, 95.0, 65.0], [1.5, 1.25, 1.75, 1.5, 1.0]):
         s, e = stats(values), estimate(values)

@@ -1,5 +1,6 @@
-"""sweep.sources and the report's per-source section: accept length, output tok/s per request and
-TPOT per source with intervals, and the winner or tie per source beside the overall one."""
+"""sweep.results.sources and the report's per-source section: accept length, output tok/s per
+request and TPOT per source with intervals, and the winner or tie per source beside the overall
+one."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from test_sweep_report import BASE, GREEDY_OUTPUTS, write_greedy
 from bench.metrics import RequestResult, summarize
 from bench.records import write_cell, write_json, write_summaries
 from bench.workload import build_matrix
-from sweep import layout, objectives, sources
-from sweep.report import write_report
-from sweep.results import load_points
+from sweep import layout
+from sweep.config import objectives
+from sweep.report.report import write_report
+from sweep.results import sources
+from sweep.results.results import load_points
 
 SPEC = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048}
 

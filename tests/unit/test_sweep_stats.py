@@ -1,5 +1,5 @@
-"""sweep.stats: Student t quantiles (scipy's), t intervals, the paired and Welch's tests, ratio
-intervals; scipy stays on the controller."""
+"""sweep.results.stats: Student t quantiles (scipy's), t intervals, the paired and Welch's tests,
+ratio intervals; scipy stays on the controller."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.objective import observations
-from sweep.stats import (
+from sweep.results.stats import (
     cell_estimates,
     estimate,
     ratio,
@@ -185,7 +185,7 @@ def test_observations_and_cell_estimates_group_repetitions_by_cell() -> None:
 
 
 def test_paired_differences_cancel_a_common_swing() -> None:
-    from sweep.stats import compare_repetitions, paired
+    from sweep.results.stats import compare_repetitions, paired
 
     a, b = [100.0, 150.0, 200.0], [95.0, 146.0, 194.0]
     c = paired(a, b)
@@ -201,7 +201,7 @@ def test_paired_differences_cancel_a_common_swing() -> None:
 
 
 def test_paired_interval_as_r_gives_it() -> None:
-    from sweep.stats import paired
+    from sweep.results.stats import paired
 
     # R: t.test(c(100,150,200), c(95,146,194), paired=TRUE): 95 percent CI 2.515862 7.484138
     c = paired([100.0, 150.0, 200.0], [95.0, 146.0, 194.0])
@@ -211,7 +211,7 @@ def test_paired_interval_as_r_gives_it() -> None:
 
 
 def test_paired_without_any_spread_of_the_difference() -> None:
-    from sweep.stats import paired
+    from sweep.results.stats import paired
 
     c = paired([100.0, 150.0, 200.0], [98.0, 148.0, 198.0])
     assert (c.difference, c.ci_low, c.ci_high, c.df, c.p_value) == (2.0, 2.0, 2.0, None, 0.0)
@@ -232,6 +232,6 @@ def test_scipy_is_the_controller_s_only() -> None:
                 else []
             )
             assert not any(n.split(".")[0] == "scipy" for n in names), path
-    # and importing sweep.stats does not load it: only an interval or a test does
-    code = "import sys, sweep.stats; assert 'scipy' not in sys.modules"
+    # and importing sweep.results.stats does not load it: only an interval or a test does
+    code = "import sys, sweep.results.stats; assert 'scipy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)

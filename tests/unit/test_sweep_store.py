@@ -1,4 +1,4 @@
-"""sweep.store through the planner: a point measured under the same identity is copied, not
+"""sweep.store.store through the planner: a point measured under the same identity is copied, not
 measured again; anything that changes the identity, a stale entry or fresh=true measures again."""
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ import yaml
 from test_sglang_server_filters import config
 from test_sweep_fakes import archive, plan_input
 
-from sweep import layout, plan, points, record, store
+from sweep import layout
+from sweep.cli import plan
+from sweep.config import points
+from sweep.store import record, store
 
 PROJECT = Path(__file__).resolve().parents[2]
 DIALECTS = yaml.safe_load(points.DIALECTS_FILE.read_text())["sglang_server_dialects_builtin"]
@@ -145,7 +148,7 @@ def test_hosts_registering_at_once_lose_no_entry(tmp_path: Path) -> None:
     extends and rewrites the same index; the store's lock keeps each one's entry."""
     workers, each = 4, 40
     code = (
-        "import sys; from pathlib import Path; from sweep import store\n"
+        "import sys; from pathlib import Path; from sweep.store import store\n"
         "root, w = Path(sys.argv[1]), sys.argv[2]\n"
         f"for i in range({each}):\n"
         "    store.register(root, 'k', root / 'sweep' / f'p{w}-{i}')\n"

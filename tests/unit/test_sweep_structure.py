@@ -11,24 +11,47 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 800
 
 
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def package_imports(package: str = "sweep") -> dict[str, set[str]]:
-    """module -> the package's modules it imports anywhere in its file."""
+    """module (dotted) -> the package's modules it imports anywhere in its file (a name imported
+    from a package that is a module of it counts as that module)."""
+    paths = sorted((ROOT / package).rglob("*.py"))
+    modules = {module_name(p) for p in paths}
     graph: dict[str, set[str]] = {}
-    modules = {p.stem for p in (ROOT / package).glob("*.py")}
-    for path in (ROOT / package).glob("*.py"):
+    for path in paths:
         edges: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == package:
-                    edges |= {a.name for a in node.names if a.name in modules}
-                elif node.module.startswith(f"{package}."):
-                    edges.add(node.module.split(".")[1])
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if node.module == package or node.module.startswith(f"{package}."):
+                    for alias in node.names:
+                        sub = f"{node.module}.{alias.name}"
+                        edges.add(sub if sub in modules else node.module)
             elif isinstance(node, ast.Import):
-                edges |= {
-                    a.name.split(".")[1] for a in node.names if a.name.startswith(f"{package}.")
-                }
-        graph[path.stem] = edges - {path.stem}
+                edges |= {a.name for a in node.names if a.name.startswith(f"{package}.")}
+        graph[module_name(path)] = edges - {module_name(path)}
     return graph
+
+
+# sweep's packages, lowest first (sweep/__init__.py): a module may import its own package's and
+# those of the packages below it, never one above
+LAYERS = ("layout", "config", "store", "results", "search", "rollout", "report", "cli", "__main__")
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    def layer(module: str) -> int:
+        parts = module.split(".")
+        return LAYERS.index(parts[1]) if len(parts) > 1 else -1  # sweep/__init__: nothing
+
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if layer(target) > layer(module)
+    )
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -56,14 +79,29 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_sweep_package_has_no_import_cycle() -> None:
     graph = package_imports("sweep")
-    assert "plan" in graph and "planner" in graph["__main__"]  # the walk sees the package
+    assert "sweep.cli.planner" in graph["sweep.__main__"]  # the walk sees the subpackages
     assert cycles(graph) == []
 
 
 def test_the_bench_package_has_no_import_cycle() -> None:
     graph = package_imports("bench")
-    assert {"builtin", "corpora"} <= graph["prompt_sets"]  # the walk sees the package
+    assert {"bench.builtin", "bench.corpora"} <= graph["bench.prompt_sets"]
     assert cycles(graph) == []
+
+
+def test_every_sweep_package_has_a_layer_and_none_imports_one_above_it() -> None:
+    graph = package_imports("sweep")
+    packages = {m.split(".")[1] for m in graph if m != "sweep"}
+    assert packages == set(LAYERS)  # a new package must be given its place
+    for package in packages - {"layout", "__main__"}:  # each says what it owns and may import
+        doc = ast.get_docstring(ast.parse((ROOT / "sweep" / package / "__init__.py").read_text()))
+        assert doc and "May import:" in doc, package
+    assert layer_violations(graph) == []
+
+
+def test_the_layering_check_finds_an_import_from_above() -> None:
+    graph = {"sweep.store.record": {"sweep.config.points", "sweep.report.render"}}
+    assert layer_violations(graph) == ["sweep.store.record imports sweep.report.render"]
 
 
 def test_the_walk_finds_a_cycle_when_there_is_one() -> None:
@@ -75,6 +113,6 @@ def test_no_python_file_in_library_or_sweep_is_over_800_lines() -> None:
     sizes = {
         str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
         for d in ("library", "sweep")
-        for p in (ROOT / d).glob("*.py")
+        for p in (ROOT / d).rglob("*.py")
     }
     assert sizes and {p: n for p, n in sizes.items() if n > MAX_LINES} == {}

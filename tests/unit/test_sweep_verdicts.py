@@ -1,5 +1,5 @@
-"""sweep/verdicts.py through the planner: a failure that teaches rules points out of this sweep
-and, through the store, of the next one; a failure for another cause is tried once more on
+"""sweep/store/verdicts.py through the planner: a failure that teaches rules points out of this
+sweep and, through the store, of the next one; a failure for another cause is tried once more on
 another host and rules out nothing."""
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from test_sweep_search_rounds import measure
 from test_sweep_store import CAPABILITIES
 
 from bench.records import write_json
-from sweep import failures, layout, planner, report, verdicts
-from sweep.points import Point
+from sweep import layout
+from sweep.cli import planner
+from sweep.config.points import Point
+from sweep.report import report
+from sweep.store import failures, verdicts
 
 GRID = {"budget": "8,16,32", "window": "1024,2048", "topk": "4"}
 

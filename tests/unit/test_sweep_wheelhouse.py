@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.wheelhouse import source_hash
+from sweep.store.wheelhouse import source_hash
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,8 +27,8 @@ def append(path: Path, text: str) -> None:
 def test_controller_code_and_tool_config_leave_the_host_wheelhouse_alone(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
     before = source_hash(project)
-    append(project / "sweep" / "plots.py", "\n# a plot tweak\n")
-    append(project / "sweep" / "plan.py", "\nEXTRA = 1\n")
+    append(project / "sweep" / "report" / "plots.py", "\n# a plot tweak\n")
+    append(project / "sweep" / "cli" / "plan.py", "\nEXTRA = 1\n")
     append(project / "pyproject.toml", '\n[tool.other]\nkey = "value"\n')
     assert source_hash(project) == before
 
@@ -47,7 +47,7 @@ def test_host_code_or_the_wheels_build_tables_make_a_new_wheelhouse(tmp_path: Pa
 def test_the_archive_holds_every_wheel_flat_and_is_written_once(tmp_path: Path) -> None:
     import tarfile
 
-    from sweep.wheelhouse import archive
+    from sweep.store.wheelhouse import archive
 
     wh = tmp_path / "abc-cp311-x86_64"
     wh.mkdir()
@@ -73,7 +73,7 @@ def test_builds_at_once_take_turns_in_the_shared_source_tree(
     import threading
     import time
 
-    from sweep import wheelhouse
+    from sweep.store import wheelhouse
 
     active: list[int] = []
     overlaps: list[int] = []

@@ -1,6 +1,6 @@
-"""The sweep's traffic on the controller (sweep/workload.py through `sweep plan`): a user's dataset
-is validated and sampled before any host changes, only the sample is written for the hosts, and
-its digest is part of every point's bench parameters (so of its identity)."""
+"""The sweep's traffic on the controller (sweep/config/workload.py through `sweep plan`): a user's
+dataset is validated and sampled before any host changes, only the sample is written for the hosts,
+and its digest is part of every point's bench parameters (so of its identity)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 from test_sweep_fakes import plan_input
 
 from bench import datasets
-from sweep import plan, workload
-from sweep.params import SweepInputError
+from sweep.cli import plan
+from sweep.config import workload
+from sweep.config.params import SweepInputError
 
 
 def chat_line(text: str, source: str = "support", **extra: Any) -> str:

@@ -28,7 +28,7 @@ sys.path.insert(0, os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."))
 from bench.builtin import conversations
 from bench.chat import cyclic
 from bench.corpora import material_text
-from sweep.greedy import compare
+from sweep.store.greedy import compare
 
 
 def cells(out: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:

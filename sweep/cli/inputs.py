@@ -1,0 +1,283 @@
+"""What a sweep is asked, read and validated before any host is contacted: the command line, the
+first host's inventory variables over the roles' defaults (host_settings: the only place a sweep
+default lives), the points, the bench parameters (the traffic, sweep/config/workload.py), the
+objective, the search and the sweep's name and directory (read_inputs). `sweep check` runs it on its
+own; every plan runs it first.
+
+Input (from the playbook, JSON): the command line's logical parameters (`cli`), the first host's
+variables that bear on the sweep as they are (`host`: sglang_server_*, sglang_bench_*,
+sglang_sweep_*, only those it defines) and, once the hosts were checked, what that host's build
+and drafter allow (`server`: dialect, block_size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
+from bench.workload import NATURAL
+from sweep.config import load, workload
+from sweep.config.params import (
+    SweepInputError,
+    absent,
+    as_bool,
+    dedupe,
+    int_list,
+    items,
+    positive_int,
+    report_objective,
+)
+from sweep.config.points import ROLES, Point, expand
+from sweep.store import greedy
+
+BENCH_LIST_KEYS = ("contexts", "concurrency", "output_len")
+
+
+# What the sweep does when the inventory says nothing (sglang_sweep_* have no role to default them).
+SWEEP_DEFAULTS: dict[str, Any] = {
+    "sglang_sweep_defaults": {},
+    "sglang_sweep_grid": {},
+    "sglang_sweep_points": [],
+    "sglang_sweep_baseline": True,
+    "sglang_sweep_stop_on_failure": False,
+    "sglang_sweep_name": "",
+    "sglang_sweep_results_dir": "results",
+}
+
+
+SEARCHES = ("grid", "model")  # search=halving and search=descent: retired (search_rounds.RETIRED)
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def bench_params(
+    cli: dict[str, Any], inventory: dict[str, Any], dataset: workload.Dataset | None = None
+) -> dict[str, Any]:
+    """What every point is asked (the bench matrix, the traffic, the greedy-output check); part
+    of every point's identity. `dataset`: the user's, sampled (sweep/config/workload.py)."""
+    inv = inventory.get("bench") or {}
+
+    def pick(key: str) -> Any:
+        return cli.get(key) if not absent(cli.get(key)) else inv.get(key)
+
+    out: dict[str, Any] = {}
+    for key in BENCH_LIST_KEYS:
+        raw = pick(key)
+        if key == "concurrency" and absent(cli.get(key)) and load.open_loop_only(cli):
+            out[key] = []
+            continue
+        if dataset is not None and key != "concurrency" and absent(cli.get(key)):
+            raw = "natural"  # a dataset is measured as its users send it, unless told otherwise
+        values = int_list(key, raw, natural=key != "concurrency")
+        if values is None:
+            raise SweepInputError(f"{key} is not set (command line or sglang_bench_{key})")
+        out[key] = values
+    requests = pick("requests")
+    out["requests"] = (
+        0 if absent(requests) or str(requests) == "0" else positive_int("requests", requests)
+    )
+    # a dataset on the command line is the traffic, unless categories say otherwise
+    given = cli.get("categories") if not absent(cli.get("categories")) else None
+    default = "dataset" if dataset is not None else inv.get("categories") or "chat"
+    cats = [str(c).strip() for c in items(given or default)]
+    bad = [c for c in cats if c not in CATEGORIES]
+    if bad or not cats:
+        raise SweepInputError(
+            f"categories={','.join(cats)}: each must be one of {', '.join(CATEGORIES)}"
+        )
+    if "dataset" in cats and dataset is None:
+        raise SweepInputError("categories=dataset needs a dataset: -e dataset=PATH")
+    plain = [c for c in cats if c not in CHAT_CATEGORIES]
+    if NATURAL in out["contexts"] and plain:
+        raise SweepInputError(
+            f"contexts=natural needs chat-shaped categories ({', '.join(CHAT_CATEGORIES)}); "
+            f"{', '.join(plain)} have no natural length"
+        )
+    out["categories"] = dedupe(cats)
+    out["repetitions"] = positive_int("repetitions", pick("repetitions") or 1)
+    out["natural_max_tokens"] = positive_int(
+        "natural_max_tokens", pick("natural_max_tokens") or 1024
+    )
+    prompts = pick("greedy_prompts")
+    out["greedy"] = {
+        "prompts": 0
+        if str(prompts).strip() == "0"
+        else positive_int("greedy_prompts", prompts or 16),
+        "max_tokens": positive_int("greedy_max_tokens", pick("greedy_max_tokens") or 64),
+    }
+    out.update(load.params(cli, str(cli.get("objective") or "throughput")))
+    if dataset is not None:
+        try:
+            workload.check_contexts(dataset, out["contexts"])
+        except workload.WorkloadError as e:
+            raise SweepInputError(str(e)) from None
+        out["dataset"] = dataset.params()
+    return out
+
+
+def default_name(points: list[Point], bench: dict[str, Any]) -> str:
+    """Deterministic: the same command plans the same sweep, so rerunning it resumes."""
+    key = json.dumps({"points": [p.point_id for p in points], "bench": bench}, sort_keys=True)
+    return "sweep-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+def role_defaults(role: str) -> dict[str, Any]:
+    import yaml  # controller only: the hosts never plan
+
+    path = ROLES / role / "defaults" / "main.yml"
+    # libyaml's loader where PyYAML has it: the planner reads these on every host's `next`
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return dict(yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {})
+
+
+def host_settings(host: dict[str, Any]) -> dict[str, Any]:
+    """The planner's view of the first host: its variables over the roles' and the sweep's
+    defaults. A parameter not swept keeps sglang_sweep_defaults.<name>, else the server's own."""
+    merged = {
+        **role_defaults("sglang_server"),
+        **role_defaults("sglang_bench"),
+        **SWEEP_DEFAULTS,
+        **host,
+    }
+    sweep_defaults = merged["sglang_sweep_defaults"] or {}
+
+    def server(name: str, var: str) -> Any:
+        return sweep_defaults.get(name, merged[var])
+
+    return {
+        "algorithm": server("algorithm", "sglang_server_speculative_algorithm"),
+        "budget": server("budget", "sglang_server_budget"),
+        "topk": server("topk", "sglang_server_topk"),
+        "window": server("window", "sglang_server_window"),
+        "dialect": merged["sglang_server_dialect"],
+        "dialects_extra": merged["sglang_server_dialects_extra"],
+        "block_size": merged["sglang_server_drafter_block_size"],
+        "grid": merged["sglang_sweep_grid"],
+        "points": merged["sglang_sweep_points"],
+        "baseline": merged["sglang_sweep_baseline"],
+        "stop_on_failure": merged["sglang_sweep_stop_on_failure"],
+        "sweep_name": merged["sglang_sweep_name"],
+        "results_dir": merged["sglang_sweep_results_dir"],
+        "bench": {
+            key: merged[f"sglang_bench_{key}"]
+            for key in (
+                *BENCH_LIST_KEYS,
+                "categories",
+                "requests",
+                "repetitions",
+                "natural_max_tokens",
+                "greedy_prompts",
+                "greedy_max_tokens",
+            )
+        },
+    }
+
+
+@dataclass
+class Inputs:
+    """Everything a sweep's command line and first host's variables say, validated; no host
+    has been asked anything (what the hosts' builds allow is checked again by plan)."""
+
+    cli: dict[str, Any]
+    inventory: dict[str, Any]
+    points: list[Point]
+    dataset: workload.Dataset | None
+    bench: dict[str, Any]
+    objective: dict[str, Any]
+    search: str
+    name: str
+    sweep_dir: Path
+    stop_on_failure: bool
+    fresh: bool
+
+
+def read_inputs(inp: dict[str, Any]) -> Inputs:
+    """The checks that need no host (SweepInputError naming the first bad value): run by
+    sweep.yml's first play on the controller, before any host is contacted, and by every plan.
+    A dataset is read (streamed) and sampled here; its sample is kept under
+    <results>/.workloads/ so that later plans do not read the file again
+    (sweep/config/workload.py)."""
+    from sweep.search import search_rounds
+
+    cli = inp.get("cli") or {}
+    # a retired search or one of its settings: refused first, saying why (nothing sampled yet)
+    search_rounds.retired(cli)
+    inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
+    points = expand(cli, inventory, inp.get("server"))
+    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
+    results = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve()
+    dataset = None
+    if not absent(cli.get("dataset")):
+        try:
+            dataset = workload.load(
+                cli["dataset"],
+                cli.get("dataset_sample"),
+                cli.get("dataset_seed"),
+                cli.get("dataset_format"),
+                results,
+            )
+        except workload.WorkloadError as e:
+            raise SweepInputError(str(e)) from None
+    elif any(not absent(cli.get(k)) for k in ("dataset_sample", "dataset_seed", "dataset_format")):
+        raise SweepInputError(
+            "dataset_sample, dataset_seed and dataset_format need -e dataset=PATH"
+        )
+    bench = bench_params(cli, inventory, dataset)
+    objective = report_objective(cli)  # checked now: the report runs after every point
+    if not absent(cli.get("greedy_match_min")):
+        try:
+            greedy.check_minimum(cli["greedy_match_min"])
+        except ValueError as e:
+            raise SweepInputError(str(e)) from None
+    search_name = str(cli.get("search") or "grid")
+    if search_name not in SEARCHES:
+        raise SweepInputError(f"search={search_name}: choose one of {', '.join(SEARCHES)}")
+    if search_name != "grid" and objective["objective"] == load.CAPACITY_OBJECTIVE:
+        raise SweepInputError(
+            f"objective=capacity with search={search_name}: a search ranks points cell by cell, "
+            "capacity ranks whole capacity searches; use search=grid"
+        )
+    if search_name == "grid":
+        keys = search_rounds.SEARCH_KEYS
+        given = [k for k in keys if search_rounds.given_setting(cli, k) is not None]
+        if given:
+            raise SweepInputError(
+                f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "
+                "point (give search=model)"
+            )
+    else:
+        from sweep.config import objectives
+
+        obj = objectives.make(
+            objective["objective"], objective["slo_ttft_ms"], objective["slo_tpot_ms"]
+        )
+        search_rounds.strategy(cli, obj)  # its parameters' SweepInputErrors
+    name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
+    name = str(name)
+    if not _NAME.match(name):
+        raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
+    stop = as_bool(
+        "stop_on_failure",
+        cli.get("stop_on_failure"),
+        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
+    )
+    fresh = as_bool("fresh", cli.get("fresh"), False)
+    return Inputs(
+        cli,
+        inventory,
+        points,
+        dataset,
+        bench,
+        objective,
+        search_name,
+        name,
+        results / name,
+        stop,
+        fresh,
+    )

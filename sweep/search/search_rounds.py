@@ -1,0 +1,415 @@
+"""`sweep.yml -e search=model`: the model search (sweep/search/model_search.py's rules) replayed
+from what the sweep recorded whenever the online planner (sweep/cli/planner.py) is asked for a run.
+
+- Every run is the sweep's own bench matrix, recorded in the sweep's directory like a grid
+  sweep's points (the report, `winner` and deploy.yml read it as they read any sweep).
+- A run's value for the search, one per repetition: the geometric mean over the cells of the
+  report's objective (throughput, TPOT p50 or goodput, sweep/config/objectives.py), scale-free
+  across concurrencies. A point whose record gives no value counts as failed.
+- The baseline is not searched: it runs once, after the search's runs.
+- Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
+  this invocation (`sweep plan` stamps its start), so a rerun retries it as a grid rerun retries a
+  failed point. After a stop_on_failure stop nothing more runs.
+- Warm starts: a point measured before under the same identity (sweep/store/store.py; copied into
+  the sweep, `reused_from`) is known to the search from its first round and costs no restart
+  (warm_starts).
+- `search.json` in the sweep's directory: the strategy, the rounds so far (describe_model), the
+  failed runs, and, once the search is over, restarts and time against the full grid
+  (search_state.account, from the recorded load and bench times); its verdict: settled or not,
+  the largest gain an unmeasured point may have, the points it would measure next.
+- search=halving and search=descent were retired (docs/search.md): a sweep that names one, or a
+  setting only they had (RETIRED_KEYS), is refused by name (retired) before anything runs; the
+  sweeps they recorded still report (sweep/report/report.py, sweep/report/render.py).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Collection, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import more_repetitions
+from bench import objective as definitions
+from bench.more_repetitions import MAX_REPETITIONS, MoreRule
+from bench.records import load_records, write_json
+from sweep import layout
+from sweep.config.objectives import Objective
+from sweep.config.params import SweepInputError
+from sweep.search import grid_axes, memory, model_search
+from sweep.search.model_search import ModelSearch, ModelState
+from sweep.search.search_state import Accounting, Measurement, account
+from sweep.store import failures
+from sweep.store.record import RECORDS
+
+SEARCH_FILE = "search.json"
+# the command line's settings of the model search (none of them means anything to search=grid)
+SEARCH_KEYS = ("max_restarts", "max_repetitions")
+# the searches retired by issue 41 (docs/search.md), and why: a sweep that names one is refused
+RETIRED = {
+    "halving": "it starts every point at least once, so it cannot save restarts; search=model "
+    "finds the grid's answer in fewer starts",
+    "descent": "it missed the grid's answer on up to 14 of 30 generated surfaces of a class "
+    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model found it "
+    "on 29 or 30 of 30, in fewer starts than the grid",
+}
+# their settings, and the search that had them
+RETIRED_KEYS = {"halving_eta": "halving", "halving_levels": "halving", "halving_run_on": "halving"}
+
+
+class SearchInputError(SweepInputError):
+    pass
+
+
+def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
+    ok = isinstance(raw, int) and not isinstance(raw, bool)
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw, ok = int(raw.strip()), True
+    if not ok or raw < low or (high is not None and raw > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise SearchInputError(f"{name}={raw}: must be an integer {bound}")
+    return int(raw)
+
+
+def given_setting(cli: dict[str, Any], key: str) -> Any:
+    """A command-line value as given; None when absent or blank (the playbook passes "")."""
+    raw = cli.get(key)
+    return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
+
+
+def retired(cli: dict[str, Any]) -> None:
+    """SearchInputError for a retired search (search=halving, search=descent) or one of their
+    settings given, naming it, why it was retired and what to use instead."""
+    name = str(cli.get("search") or "")
+    if name in RETIRED:
+        raise SearchInputError(
+            f"search={name} was retired: {RETIRED[name]}. Use search=model (or search=grid to "
+            "measure every point); docs/search.md"
+        )
+    for key, search in RETIRED_KEYS.items():
+        if given_setting(cli, key) is not None:
+            raise SearchInputError(
+                f"{key}={cli[key]}: a setting of search={search}, which was retired: "
+                f"{RETIRED[search]}. Use search=model (its settings: {', '.join(SEARCH_KEYS)}); "
+                "docs/search.md"
+            )
+
+
+def strategy(cli: dict[str, Any], objective: Objective, hosts: int = 1) -> ModelSearch:
+    """The model search's settings from the command line: max_restarts (no limit) and
+    max_repetitions (bench/more_repetitions.py MAX_REPETITIONS). Its rounds have a point a host
+    (`hosts`, the sweep's)."""
+    budget_raw = given_setting(cli, "max_restarts")
+    budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
+    reps_raw = given_setting(cli, "max_repetitions")
+    reps = MAX_REPETITIONS if reps_raw is None else _int("max_repetitions", reps_raw, 1)
+    return ModelSearch(
+        budget, objective.higher_is_better, batch=max(hosts, 1), max_repetitions=reps
+    )
+
+
+def replay(
+    points: Sequence[Any],
+    measured: list[Measurement],
+    strat: ModelSearch,
+    warm: Sequence[Measurement] = (),
+    excluded: Collection[str] = (),
+    rules: Callable[[str], Iterable[str]] | None = None,
+    memory: Callable[[str], float | None] | None = None,
+) -> ModelState[Any]:
+    """The search's state, the points placed on the grid's axes first (a point left out, a twin,
+    is a hole in the grid); `warm`: the warm starts; `excluded`, `rules`: what failures rule out
+    (sweep/store/verdicts.py); `memory`: the share of its memory a point's run used (memory_of),
+    which the model search fits."""
+    coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
+    grid = grid_axes.Grid.of(coords)
+    # the points' sizes in memory: a round runs smallest first, and an edge a failure shows is
+    # probed from below (as benchmarks/search_surfaces.py measures it)
+    sizes = failures.dominated(points)
+    return model_search.replay(points, grid, measured, strat, warm, excluded, rules, sizes, memory)
+
+
+def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
+    """A point's memory share (sweep/search/memory.py memory_share_of) from the journal its run left
+    in the sweep (read once a point: the planner replays at every host's ask)."""
+    cache: dict[str, float | None] = {}
+
+    def share(pid: str) -> float | None:
+        if pid not in cache:
+            cache[pid] = memory.memory_share_of(sweep_dir / pid / "journal.log")
+        return cache[pid]
+
+    return share
+
+
+def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
+    """One value per repetition (bench.objective.run_values: the geometric mean over the run's
+    cells); () when the record has none."""
+    try:
+        records = load_records(point_dir / RECORDS)
+    except (OSError, ValueError):
+        return ()
+    return definitions.run_values(
+        objective.name, point_dir / RECORDS, records, objective.slo_ttft_ms, objective.slo_tpot_ms
+    )
+
+
+def measurements(
+    points: Sequence[Any], sweep_dir: Path, objective: Objective, since: float
+) -> list[Measurement]:
+    """What the sweep recorded for `points`: complete runs, and runs failed since `since`."""
+    out = []
+    for p in points:
+        status = layout.point_status(sweep_dir, p.point_id)
+        if status == "complete":
+            out.append(Measurement(p.point_id, 0, run_values(sweep_dir / p.point_id, objective)))
+        elif status == "failed" and layout.failed_since(sweep_dir, p.point_id, since):
+            out.append(Measurement(p.point_id, 0, ()))
+    return out
+
+
+def more_rule(
+    strat: ModelSearch,
+    known: Sequence[Measurement],
+    objective: Objective,
+    repetitions: int,
+) -> MoreRule | None:
+    """The rule a model search's next runs are benched under (bench/more_repetitions.py): the
+    best mean among the points `known` (measured, in a round not complete yet too, and warm
+    starts: the search's answer if it ended now), its geometric mean and repetitions, the pooled
+    noise of them all, and the search's tie margin. Before any point has values the rule has no
+    best (the run is the best so far: it goes on while the noise says it needs to). None when
+    max_repetitions is at or below the bench's `repetitions` (no more to add)."""
+    if strat.max_repetitions <= repetitions:
+        return None
+    values = {m.point_id: m.values for m in known if m.values}
+    sign = 1.0 if strat.higher_is_better else -1.0
+    best = max(values.values(), key=lambda v: sign * statistics.fmean(v)) if values else None
+    if best is not None and min(best) <= 0:
+        return None
+    ss, df = more_repetitions.pool(values.values())
+    return MoreRule(
+        objective.name,
+        None if best is None else math.exp(statistics.fmean(math.log(v) for v in best)),
+        0 if best is None else len(best),
+        ss,
+        df,
+        strat.max_repetitions,
+        objective.slo_ttft_ms,
+        objective.slo_tpot_ms,
+        margin=strat.margin,
+    )
+
+
+def warm_starts(
+    points: Sequence[Any], sweep_dir: Path, objective: Objective, found: dict[str, Path]
+) -> list[Measurement]:
+    """The model search's warm starts: each point copied into the sweep from an earlier
+    measurement under the same identity (complete, `reused_from`), and each point `found` in the
+    store (sweep/store/store.py lookup, point id -> its directory) not copied yet; those with
+    values."""
+    out = []
+    for p in points:
+        pid = p.point_id
+        if layout.point_status(sweep_dir, pid) == "complete":
+            meta = layout.read_json(sweep_dir / pid / layout.POINT_FILE) or {}
+            source = sweep_dir / pid if meta.get("reused_from") else None
+        else:
+            source = found.get(pid)
+        values = run_values(source, objective) if source is not None else ()
+        if values:
+            out.append(Measurement(pid, 0, values))
+    return out
+
+
+def _timings(d: Path, point_id: str) -> dict[str, Any]:
+    return (layout.read_json(d / point_id / layout.POINT_FILE) or {}).get("timings") or {}
+
+
+def accounting(state: ModelState[Any], sweep_dir: Path, repetitions: int = 1) -> Accounting | None:
+    """Restarts and seconds of the search against the full grid, from the recorded load times
+    (of the runs that restarted) and bench times; None before any run has both. A run counts its
+    own bench time (more repetitions, or one when the first put the point clearly out:
+    bench/more_repetitions.py), and the grid's is the median seconds a repetition took, times
+    the bench's own `repetitions`."""
+    loads: dict[str, float] = {}
+    actual: dict[str, float] = {}
+    failed: dict[str, float] = {}
+    for rnd in state.rounds:
+        for p in rnd.failed:  # its seconds to failure: the load it spent, on a real host
+            record = layout.read_json(sweep_dir / p.point_id / layout.FAILURE_FILE)
+            wall = ((record or {}).get("timings") or {}).get("wall_s")
+            failed[p.point_id] = float(wall) if isinstance(wall, (int, float)) else 0.0
+        for run in rnd.runs:
+            if run.point.point_id in failed:
+                continue
+            t = _timings(sweep_dir, run.point.point_id)
+            if t.get("restarted") and isinstance(t.get("load_s"), (int, float)):
+                loads.setdefault(run.point.point_id, float(t["load_s"]))
+            if isinstance(t.get("bench_s"), (int, float)):
+                actual[run.point.point_id] = float(t["bench_s"])
+    if not actual or not loads:
+        return None
+    bench = statistics.median(actual.values())
+    n = {pid: state.by_id[pid].n for pid in actual if pid in state.by_id}
+    per_rep = [actual[pid] / n[pid] for pid in n if n[pid] > 0]
+    if per_rep:
+        bench = statistics.median(per_rep) * max(repetitions, 1)
+    return account(state, loads, bench, actual, failed, tuple(state.ruled_out))
+
+
+def search_info(
+    sweep_dir: Path,
+    strat: ModelSearch,
+    started: float,
+    state: ModelState[Any],
+    stopped: bool,
+    objective: Objective,
+    repetitions: int = 1,
+) -> dict[str, Any]:
+    """search.json's content; `repetitions`: the bench's own (the runs go on past them while
+    max_repetitions is above)."""
+    failed = [f"{p.point_id}@L{rnd.level}" for rnd in state.rounds for p in rnd.failed]
+    warm = [p.point_id for p in state.warm]
+    info: dict[str, Any] = {
+        "search": strat.name,
+        "strategy": {
+            "margin": strat.margin,
+            "confidence": strat.confidence,
+            "batch": strat.batch,
+            # None: no run goes on past the bench's own repetitions
+            "max_repetitions": (
+                strat.max_repetitions if strat.max_repetitions > repetitions else None
+            ),
+            "max_restarts": strat.max_restarts,
+            "higher_is_better": strat.higher_is_better,
+        },
+        "started": started,
+        "done": state.done or stopped,
+        "stopped": stopped,
+        "rounds": describe_model(state),
+        "restarts": state.restarts,
+        "grid_restarts": len(state.points),
+        "failed": failed,
+        "best": state.best.point_id if state.best is not None else None,
+        # the points searched, in order (the planner bounds an invocation's runs by them), and
+        # the objective they were ranked by
+        "points": [p.point_id for p in state.points],
+        "objective": {
+            "name": objective.name,
+            "slo_ttft_ms": objective.slo_ttft_ms,
+            "slo_tpot_ms": objective.slo_tpot_ms,
+        },
+        # the points measured (or to be), the warm starts included: what the report expects
+        "full": list(
+            dict.fromkeys([*warm, *(r.point.point_id for rnd in state.rounds for r in rnd.runs)])
+        ),
+        "warm": warm,
+    }
+    v = state.verdict
+    if v is not None:
+        info["verdict"] = {
+            "settled": v.settled,
+            "gain": v.gain,
+            "margin": v.margin,
+            "next": list(v.next),
+            "reason": v.reason,
+        }
+    if state.done:
+        acc = accounting(state, sweep_dir, repetitions)
+        if acc is not None:
+            info["cost"] = {
+                "line": acc.line(),
+                "search": {
+                    "restarts": acc.spent.restarts,
+                    "seconds": acc.spent.seconds,
+                    "failed": acc.spent.failed,
+                },
+                "grid": {
+                    "restarts": acc.grid.restarts,
+                    "seconds": acc.grid.seconds,
+                    "failed": acc.grid.failed,
+                },
+            }
+    return info
+
+
+def write_search_file(path: Path, info: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, info)
+
+
+def stopped(sweep_dir: Path, since: float) -> bool:
+    """A stop_on_failure stop in this invocation: the sweep's marker written since it started."""
+    try:
+        return (sweep_dir / layout.STOP).stat().st_mtime >= since
+    except OSError:
+        return False
+
+
+def full_benches(info: dict[str, Any] | None) -> set[str] | None:
+    """The points a search that is over measured (or meant to) with the sweep's own bench, from
+    its search.json (a retired halving's finalists: its screening runs are in sibling sweeps);
+    None while it runs, or for a sweep that is not a search."""
+    if not info or not info.get("done") or not isinstance(info.get("full"), list):
+        return None
+    return {str(pid) for pid in info["full"]}
+
+
+def describe_model(state: ModelState[Any]) -> list[str]:
+    """The report's lines: the warm starts, one line per round, the points left out and why,
+    the verdict with the points it would measure next, then the outcome."""
+    lines = []
+    if state.warm:
+        ids = ", ".join(p.point_id for p in state.warm)
+        lines.append(f"warm start (measured before under the same identity, no restart): {ids}")
+    for rnd in state.rounds:
+        if not rnd.runs:
+            continue
+        ids = ", ".join(r.point.point_id for r in rnd.runs)
+        line = f"round {rnd.index} level 0: {ids} ({sum(r.restart for r in rnd.runs)} restarts)"
+        if rnd.ranking:
+            line += f"; best so far {rnd.ranking[0].point_id}"
+        if rnd.failed:
+            line += f"; failed {', '.join(p.point_id for p in rnd.failed)}"
+        lines.append(line)
+    verdict = state.verdict
+    if state.done and verdict is not None:
+        measured = set(state.by_id) | {p.point_id for rnd in state.rounds for p in rnd.failed}
+        if state.ruled_out:
+            by: dict[str, list[str]] = {}
+            for pid, src in state.ruled_out.items():
+                by.setdefault(src, []).append(pid)
+            for src, outs in by.items():
+                what = f"by the failure of {src}" if src else "by failures before the search"
+                lines.append(f"ruled out ({what}), never run: {', '.join(outs)}")
+        if state.over_memory:
+            fits = ", ".join(f"{pid} ({v:.2f})" for pid, v in state.over_memory.items())
+            lines.append(
+                "not started (the memory the runs used, fitted, puts it over the limit: its "
+                f"share): {fits}"
+            )
+        never = [
+            p.point_id
+            for p in state.points
+            if p.point_id not in measured
+            and p.point_id not in state.ruled_out
+            and p.point_id not in state.over_memory
+        ]
+        if never:
+            why = (
+                f"by the model none beats the best by more than {verdict.margin:.1%}"
+                if verdict.settled
+                else "the restart budget ran out"
+            )
+            lines.append(f"not measured ({why}): {', '.join(never)}")
+        line = verdict.reason
+        if verdict.next:
+            line += f"; next to measure: {', '.join(verdict.next)}"
+        lines.append(line)
+    best = state.best
+    lines.append(
+        "pending" if not state.done else f"best: {best.point_id if best else 'none (all failed)'}"
+    )
+    return lines
