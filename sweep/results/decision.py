@@ -3,8 +3,8 @@ cell), shared by the report's tables and deploy's choice.
 
 A row is one point's figures there: `point`, `objective_values` (one per repetition),
 `objective_mean`, `objective_ci_low`/`_high`, `objective_n`, `repetitions`. The best row by the
-objective's mean wins only when a t-test (sweep.results.stats.compare_repetitions, paired by repetition
-when both have every repetition) tells it from the runner-up; otherwise the two tie.
+objective's mean wins only when a t-test (sweep.results.stats.compare_repetitions, paired by
+repetition when both have every repetition) tells it from the runner-up; otherwise the two tie.
 
 `winners` decides every cell of a sweep's rows (sweep.results.results.rows). A sweep over several
 hardware classes is decided on each point's objective over its own class baseline's; one whose
@@ -90,8 +90,8 @@ def winners(
 ) -> list[dict[str, Any]]:
     """Per cell (context x concurrency x output length x category): the best point by the
     objective's mean across repetitions, the runner-up, and whether best vs runner-up is
-    significant (sweep.results.stats.compare_repetitions: paired by repetition). Not significant: a tie
-    (`tie` names both, `winner` is None). Rows with failed or incomplete requests, and the
+    significant (sweep.results.stats.compare_repetitions: paired by repetition). Not significant: a
+    tie (`tie` names both, `winner` is None). Rows with failed or incomplete requests, and the
     points in `excluded` (their outputs differ from the baseline's: sweep.store.greedy), take no
     part; the baseline does."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -118,6 +118,6 @@ def winners(
 
 def _as_relative(row: dict[str, Any]) -> dict[str, Any]:
     """A row of a sweep over several hardware classes, its objective divided by its own class
-    baseline's (sweep.results.results: `objective_relative_values`): raw values measured on different
-    hardware do not compare."""
+    baseline's (sweep.results.results: `objective_relative_values`): raw values measured on
+    different hardware do not compare."""
     return {**row, **objective_columns(row.get("objective_relative_values") or [])}

@@ -19,10 +19,10 @@ from bench.records import aggregate_points, load_records
 from bench.speedup import compare
 from sweep import layout
 from sweep.config import objectives as objectives_mod
-from sweep.results.decision import CELL_KEYS, objective_columns
 from sweep.config.objectives import Objective
-from sweep.store.record import RECORDS
+from sweep.results.decision import CELL_KEYS, objective_columns
 from sweep.results.stats import SUMMARY_METRICS, Estimate, cell_estimates, ratio
+from sweep.store.record import RECORDS
 
 
 @dataclass
@@ -111,7 +111,8 @@ def _ci_columns(name: str, est: Estimate | None) -> dict[str, Any]:
 
 
 def _speedup_ci(cell: dict[str, Any], base_cell: dict[str, Any] | None) -> dict[str, Any]:
-    """Mean throughput / the baseline's, with its delta-method interval (sweep.results.stats.ratio)."""
+    """Mean throughput / the baseline's, with its delta-method interval
+    (sweep.results.stats.ratio)."""
     if base_cell is cell:  # the baseline against itself: 1 by definition, no interval
         return {"speedup_mean_ratio": 1.0, "speedup_ci_low": None, "speedup_ci_high": None}
     num = cell["estimates"].get("output_throughput")
@@ -171,7 +172,8 @@ def rows(
     points: list[PointResult], objective: str = objectives_mod.DEFAULT
 ) -> list[dict[str, Any]]:
     """One row per point x bench cell (one per point without cells): medians across
-    repetitions as before, plus the means and intervals of sweep.results.stats and the objective's."""
+    repetitions as before, plus the means and intervals of sweep.results.stats and the
+    objective's."""
     per_class = any(p.baseline and p.point_id != "baseline" for p in points)
     base_ids = baseline_of(points)
     by_id = {p.point_id: p for p in points}

@@ -20,10 +20,10 @@ from typing import Any
 
 from bench.objective import summary_value
 from bench.records import load_records, load_requests
-from sweep.results.decision import CELL_KEYS, decide
 from sweep.config.objectives import Objective, meets_slo
-from sweep.store.record import RECORDS
+from sweep.results.decision import CELL_KEYS, decide
 from sweep.results.stats import Estimate, estimate
+from sweep.store.record import RECORDS
 
 KEYS = ("cell", *CELL_KEYS, "source")
 # per-source figure -> its path in a by_source entry
