@@ -210,12 +210,20 @@ for name in "${scenarios[@]}"; do
   fi
 done
 
-# Kept short: this is the part of a long CI log that is sure to be shown.
+# Kept short: this is the part of a long CI log that is sure to be shown. Each failed task: its name
+# and the first lines of its result (YAML: the assertion, the message), then the containers.
+why_failed() {
+  local name=$1
+  echo "=== $name: why it failed"
+  awk '/ TASK \[/ { task = $0 }
+       / fatal: \[/ { print task; more = 6 }
+       more > 0 { print substr($0, 1, 300); more-- }' "$logdir/$name.log" | head -n 14
+  grep -E '^ *[0-9]+s (\[ERROR\]|CRITICAL)' "$logdir/$name.log" | cut -c1-300 | head -n 3
+  sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 5
+}
 for name in "${failed_names[@]}"; do
   [ -f "$logdir/$name.log" ] || continue
-  echo "=== $name: why it failed"
-  grep -E '^ *[0-9]+s \[ERROR\]|CRITICAL|Executed: Failed' "$logdir/$name.log" | cut -c1-400 | head -n 8
-  sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 8
+  if [ -n "${SUITE_WHY:-}" ]; then why_failed "$name" >>"$SUITE_WHY"; else why_failed "$name"; fi
 done
 [ -n "${SUITE_TIMES:-}" ] || python3 scripts/timed.py --log "$times" --summary --title "molecule times"
 [ "$failed" -gt 0 ] && echo "molecule-all: failed: ${failed_names[*]}"

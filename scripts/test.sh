@@ -17,6 +17,8 @@ unset PYTHONDONTWRITEBYTECODE
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 export SUITE_TIMES=$logs/times.jsonl
+# molecule-all.sh writes why each failed scenario failed here, repeated at the very end.
+export SUITE_WHY=$logs/why.txt
 make_=(make --no-print-directory)
 timed() { python3 scripts/timed.py --log "$SUITE_TIMES" --name "$1" --lane "$2" -- "${@:3}"; }
 failed=""
@@ -46,10 +48,12 @@ timed molecule molecule bash scripts/molecule-all.sh 2>&1 | tee "$logs/molecule"
 wait "$releases" || failed="$failed releases"
 cat "$logs/releases"
 
-grep -h -E '^(FAILED|ERROR) ' "$logs"/unit "$logs"/releases 2>/dev/null
-grep -h -E '^timing: ' "$logs"/timing 2>/dev/null
-grep -h -E '^molecule(-all: failed|: )' "$logs"/molecule 2>/dev/null
+# The times first, then why anything failed: CI shows the last lines of the log.
 python3 scripts/timed.py --log "$SUITE_TIMES" --summary --title "make test times"
+grep -h -E '^(FAILED|ERROR) ' "$logs"/unit "$logs"/releases 2>/dev/null | cut -c1-300
+grep -h -E '^timing: ' "$logs"/timing 2>/dev/null
+[ -s "$SUITE_WHY" ] && cat "$SUITE_WHY"
+grep -h -E '^molecule(-all: failed|: )' "$logs"/molecule 2>/dev/null
 if [ -n "$failed" ]; then
   echo "make test: FAILED:$failed"
   exit 1

@@ -2,8 +2,9 @@
 # make timing: the tests that compare milliseconds the client measures with the server's own
 # (pytest -m timing). They run after everything else, with nothing but each other: they wait on
 # wall-clock windows (open-loop cells of 10 s), not on the CPU (one capacity search keeps 9 % of
-# the 2 cores busy, all four side by side 22 %), so the first run takes 4 workers (373 s alone,
-# 152 s so). A shared machine's other tenants can still take the CPU for a few seconds, which no
+# the 2 cores busy, all four side by side 22 %), so the first run takes 8 workers: xdist deals
+# the 14 tests round robin, and each of the four longest (58-75 s) gets a worker of its own (85 s
+# in one run here; 148 s with 4 workers, 373 s with one). A shared machine's other tenants can still take the CPU for a few seconds, which no
 # tolerance that keeps the tests meaningful absorbs: a failed test is therefore run once more,
 # alone, in a fresh process; it fails the suite only when it fails twice. Every first-run failure
 # is printed, so a flake is seen, never hidden.
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 cache=$(mktemp -d)
 log=$(mktemp)
 trap 'rm -rf "$cache" "$log"' EXIT
-pytest -m timing -o cache_dir="$cache" -n "${TIMING_JOBS:-4}" --dist load "$@" 2>&1 | tee "$log"
+pytest -m timing -o cache_dir="$cache" -n "${TIMING_JOBS:-8}" --dist load "$@" 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] && exit 0
 first=$(grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/timing: first run: /')
 echo "timing: running the failed tests once more, alone"
