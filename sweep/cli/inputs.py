@@ -6,8 +6,12 @@ own; every plan runs it first.
 
 Input (from the playbook, JSON): the command line's logical parameters (`cli`), the first host's
 variables that bear on the sweep as they are (`host`: sglang_server_*, sglang_bench_*,
-sglang_sweep_*, only those it defines) and, once the hosts were checked, what that host's build
-and drafter allow (`server`: dialect, block_size).
+sglang_sweep_*, only those it defines) and, once the hosts were checked, the hosts, their hardware
+classes and capabilities, what the first host's build and drafter allow (`server`: dialect,
+block_size) and the invocation's start (`started`).
+
+This is the one place they are parsed: `Inputs` holds every value typed and checked, and nothing
+after it reads the command line or the inventory again.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
 from bench.workload import NATURAL
@@ -27,13 +32,18 @@ from sweep.config.params import (
     absent,
     as_bool,
     dedupe,
+    expand,
     int_list,
     items,
     positive_int,
     report_objective,
 )
-from sweep.config.points import ROLES, Point, expand
+from sweep.config.points import ROLES, Point
 from sweep.store import greedy
+
+if TYPE_CHECKING:
+    from sweep.config.objectives import Objective
+    from sweep.search.model_search import ModelSearch
 
 BENCH_LIST_KEYS = ("contexts", "concurrency", "output_len")
 
@@ -181,20 +191,27 @@ def host_settings(host: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Inputs:
-    """Everything a sweep's command line and first host's variables say, validated; no host
-    has been asked anything (what the hosts' builds allow is checked again by plan)."""
+    """Everything a sweep's command line, first host's variables and hosts say, validated (what
+    the hosts' builds allow is checked again by plan)."""
 
-    cli: dict[str, Any]
-    inventory: dict[str, Any]
     points: list[Point]
     dataset: workload.Dataset | None
     bench: dict[str, Any]
-    objective: dict[str, Any]
+    objective: dict[str, Any]  # as the report takes it: name and SLOs
+    ranked: Objective  # what points are ranked by
     search: str
+    strategy: ModelSearch | None  # search=model's settings
     name: str
     sweep_dir: Path
     stop_on_failure: bool
     fresh: bool
+    hosts: list[str] = field(default_factory=list)
+    started: float = 0.0  # the invocation's start (epoch seconds)
+    # host -> hardware class, and the capabilities a host of each class published
+    classes: dict[str, str] = field(default_factory=dict)
+    by_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)  # the first host's build's
+    block_size: int = 16  # the drafter's: some builds start the same server for several points
 
 
 def read_inputs(inp: dict[str, Any]) -> Inputs:
@@ -229,7 +246,7 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             "dataset_sample, dataset_seed and dataset_format need -e dataset=PATH"
         )
     bench = bench_params(cli, inventory, dataset)
-    objective = report_objective(cli)  # checked now: the report runs after every point
+    objective, ranked = report_objective(cli)  # checked now: the report runs after every point
     if not absent(cli.get("greedy_match_min")):
         try:
             greedy.check_minimum(cli["greedy_match_min"])
@@ -243,6 +260,8 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             f"objective=capacity with search={search_name}: a search ranks points cell by cell, "
             "capacity ranks whole capacity searches; use search=grid"
         )
+    hosts = [str(h) for h in inp.get("hosts") or []]
+    strategy = None
     if search_name == "grid":
         keys = search_rounds.SEARCH_KEYS
         given = [k for k in keys if search_rounds.given_setting(cli, k) is not None]
@@ -252,12 +271,7 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
                 "point (give search=model)"
             )
     else:
-        from sweep.config import objectives
-
-        obj = objectives.make(
-            objective["objective"], objective["slo_ttft_ms"], objective["slo_tpot_ms"]
-        )
-        search_rounds.strategy(cli, obj)  # its parameters' SweepInputErrors
+        strategy = search_rounds.strategy(cli, ranked, len(hosts))
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):
@@ -268,16 +282,36 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
         as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
     )
     fresh = as_bool("fresh", cli.get("fresh"), False)
+    classes = {str(h): str(c) for h, c in (inp.get("classes") or {}).items()}
+    by_class: dict[str, dict[str, Any]] = {}
+    for h, caps in (inp.get("capabilities") or {}).items():
+        if str(h) in classes and isinstance(caps, dict):
+            by_class.setdefault(classes[str(h)], caps)
+    distinct = sorted({c for h, c in classes.items() if c and h in hosts})
+    if strategy is not None and len(distinct) > 1:
+        raise SweepInputError(
+            f"search={strategy.name}: the hosts are of {len(distinct)} hardware classes "
+            f"({'; '.join(distinct)}). A search ranks points by their raw figures, with no "
+            "baseline to divide by until it is over: run it on hosts of one class (--limit), "
+            "or use search=grid, which compares each point with its own class's baseline."
+        )
+    server = inp.get("server") or {}
     return Inputs(
-        cli,
-        inventory,
         points,
         dataset,
         bench,
         objective,
+        ranked,
         search_name,
+        strategy,
         name,
         results / name,
         stop,
         fresh,
+        hosts,
+        float(inp.get("started") or time.time()),
+        classes,
+        by_class,
+        server,
+        int(server.get("block_size") or inventory.get("block_size") or 16),
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep import layout
-from sweep.cli.inputs import read_inputs
+from sweep.cli.inputs import Inputs, read_inputs
 from sweep.config import load, workload
 from sweep.config.params import SweepInputError
 from sweep.config.points import Point, pin_baselines, same_servers
@@ -145,55 +145,23 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     """The plan now: of a grid, its points not complete; of the model search, its pending runs
     (sweep/search/search_rounds.py). `started` (epoch seconds, default now) is the invocation's
     start."""
-    hosts = [str(h) for h in inp.get("hosts") or []]
-    if not hosts:
-        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     given = read_inputs(inp)
-    since = float(inp.get("started") or time.time())
-    classes = {str(h): str(c) for h, c in (inp.get("classes") or {}).items()}
-    points = pin_baselines(given.points, hosts, classes)  # after the name: it is the host set's
-    by_class: dict[str, dict[str, Any]] = {}
-    for h, caps in (inp.get("capabilities") or {}).items():
-        if str(h) in classes and isinstance(caps, dict):
-            by_class.setdefault(classes[str(h)], caps)
-    server = inp.get("server") or {}
-    block_size = int(server.get("block_size") or given.inventory.get("block_size") or 16)
-    pin = _PlanInput(
-        hosts,
-        given.stop_on_failure,
-        server,
-        given.fresh,
-        since,
-        block_size,
-        classes,
-        by_class,
-    )
+    if not given.hosts:
+        raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
+    # after the name, which is the points' as given: the pins are the host set's
+    points = pin_baselines(given.points, given.hosts, given.classes)
     if given.search == "grid":
-        plan = _sweep_plan(pin, given.name, given.sweep_dir, given.bench, points)
+        plan = _sweep_plan(given, points)
         plan.final = not plan.pending
     else:
-        plan = _search_plan(pin, given.cli, given.objective, given.sweep_dir, given.bench, points)
+        plan = _search_plan(given, points)
     plan.dataset = given.dataset
     return plan
 
 
-@dataclass(frozen=True)
-class _PlanInput:
-    hosts: list[str]
-    stop_on_failure: bool
-    capabilities: dict[str, Any]
-    fresh: bool
-    started: float  # the invocation's start
-    block_size: int  # the drafter's: some builds start the same server for several points
-    # host -> hardware class, and the capabilities a host of each class published
-    classes: dict[str, str] = field(default_factory=dict)
-    by_class: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _sweep_plan(
-    inp: _PlanInput, name: str, sweep_dir: Path, bench: dict[str, Any], points: list[Point]
-) -> Plan:
+def _sweep_plan(inp: Inputs, points: list[Point]) -> Plan:
     """The plan of `points` in the sweep's directory with its bench parameters."""
+    name, sweep_dir, bench = inp.name, inp.sweep_dir, inp.bench
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
         raise SweepInputError(
@@ -239,31 +207,14 @@ def _sweep_plan(
     )
 
 
-def _search_plan(
-    inp: _PlanInput,
-    cli: dict[str, Any],
-    objective_cli: dict[str, Any],
-    sweep_dir: Path,
-    bench: dict[str, Any],
-    points: list[Point],
-) -> Plan:
+def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     """The model search now: its pending runs, with the baseline and the warm starts to adopt;
     when it is over (or stopped), every point it measured, final."""
-    from sweep.config import objectives
     from sweep.search import search_rounds
 
-    objective = objectives.make(
-        objective_cli["objective"], objective_cli["slo_ttft_ms"], objective_cli["slo_tpot_ms"]
-    )
-    strat = search_rounds.strategy(cli, objective, len(inp.hosts))
-    distinct = sorted({c for h, c in inp.classes.items() if c and h in inp.hosts})
-    if len(distinct) > 1:
-        raise SweepInputError(
-            f"search={strat.name}: the hosts are of {len(distinct)} hardware classes "
-            f"({'; '.join(distinct)}). A search ranks points by their raw figures, with no "
-            "baseline to divide by until it is over: run it on hosts of one class (--limit), "
-            "or use search=grid, which compares each point with its own class's baseline."
-        )
+    strat, objective = inp.strategy, inp.ranked
+    assert strat is not None  # read_inputs made it: search=model
+    sweep_dir, bench = inp.sweep_dir, inp.bench
     # a point that starts the same server as another is not an axis of the search: it is not
     # searched, and gets its twin's measurement when that one is final
     twins = same_servers(points, inp.block_size)
@@ -273,8 +224,8 @@ def _search_plan(
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
     measured = search_rounds.measurements(searched, sweep_dir, objective, since)
-    warm = _warm_starts(inp, sweep_dir, bench, searched, objective)
     identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
+    warm = _warm_starts(inp, searched, identities)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     excluded, rules = verdicts.for_search(
         sweep_dir, searched, identities, host_classes, inp.fresh, since
@@ -292,7 +243,7 @@ def _search_plan(
     )
     if state.pending and not stopped:
         todo = [r.point for r in state.pending] + baseline + adopt
-        plan = _sweep_plan(inp, sweep_dir.name, sweep_dir, bench, todo)
+        plan = _sweep_plan(inp, todo)
         rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
         plan.more = rule.to_json() if rule is not None else None
     else:
@@ -300,7 +251,7 @@ def _search_plan(
         finals += [p for p in adopt if p not in finals]
         final_ids = {p.point_id for p in finals}
         finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
-        plan = _sweep_plan(inp, sweep_dir.name, sweep_dir, bench, finals + baseline)
+        plan = _sweep_plan(inp, finals + baseline)
         plan.final = True
         plan.stopped = stopped
     plan.search = info
@@ -309,11 +260,7 @@ def _search_plan(
 
 
 def _warm_starts(
-    inp: _PlanInput,
-    sweep_dir: Path,
-    bench: dict[str, Any],
-    searched: list[Point],
-    objective: Any,
+    inp: Inputs, searched: list[Point], identities: dict[str, dict[str, Any]]
 ) -> list[Any]:
     """The model search's warm starts (search_rounds.warm_starts): the points measured before
     under the same identity, copied into the sweep or found in the store (not with fresh)."""
@@ -321,12 +268,11 @@ def _warm_starts(
 
     found: dict[str, Path] = {}
     if not inp.fresh:
-        identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
         for pid, ident in identities.items():
-            hit = store.lookup(sweep_dir.parent, ident["digest"])
-            if hit is not None and hit != sweep_dir / pid:
+            hit = store.lookup(inp.sweep_dir.parent, ident["digest"])
+            if hit is not None and hit != inp.sweep_dir / pid:
                 found[pid] = hit
-    return search_rounds.warm_starts(searched, sweep_dir, objective, found)
+    return search_rounds.warm_starts(searched, inp.sweep_dir, inp.ranked, found)
 
 
 def record_run(plan: Plan) -> None:

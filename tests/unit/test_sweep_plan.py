@@ -233,3 +233,30 @@ def test_points_are_checked_against_what_the_hosts_build_allows(tmp_path: Path) 
     bad = {**plan_input(tmp_path, budget=8, algorithm="DDTREE"), "server": server}
     with pytest.raises(SweepInputError, match="algorithm=DDTREE is not available in discovered"):
         make_plan(bad)
+
+
+def test_a_plan_parses_its_inputs_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line is read into one Inputs; the objective and the search's settings are made
+    there, once, and the plan reads them (it used to make the objective three times)."""
+    from sweep.config import objectives
+    from sweep.search import search_rounds
+
+    calls = {"objective": 0, "strategy": 0}
+    make, strategy = objectives.make, search_rounds.strategy
+
+    def counted_make(*a: object, **k: object) -> objectives.Objective:
+        calls["objective"] += 1
+        return make(*a, **k)  # type: ignore[arg-type]
+
+    def counted_strategy(*a: object, **k: object) -> object:
+        calls["strategy"] += 1
+        return strategy(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(objectives, "make", counted_make)
+    monkeypatch.setattr(search_rounds, "strategy", counted_strategy)
+    p = make_plan(plan_input(tmp_path, ["h1", "h2"], budget="4,8,16", topk="1,4", search="model"))
+    assert calls == {"objective": 1, "strategy": 1}
+    assert p.search is not None
+    given = inputs.read_inputs(plan_input(tmp_path, ["h1", "h2"], budget="4,8", search="model"))
+    assert given.strategy is not None and given.strategy.batch == 2  # a point a host each round
+    assert not hasattr(given, "cli") and not hasattr(given, "inventory")

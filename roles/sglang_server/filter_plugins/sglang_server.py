@@ -82,7 +82,7 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
 
 # The one map of the logical speculative parameters (what a sweep point and the command line call
 # them): the role's variable, and the key of the launch configuration this filter renders from.
-# The planner (sweep/config/points.py, sweep/store/store.py) reads it from here.
+# The planner (sweep/store/store.py, a point's identity) reads it from here.
 PARAMETERS: dict[str, dict[str, str]] = {
     "algorithm": {"var": "sglang_server_speculative_algorithm", "config": "speculative_algorithm"},
     "budget": {"var": "sglang_server_budget", "config": "budget"},
@@ -100,9 +100,9 @@ def sglang_server_point_problems(
     """Why a build (its dialect) cannot serve this algorithm/budget/topk/window; [] when it can.
 
     The one statement of these rules: preflight asserts it is empty, and the sweep planner
-    (sweep/config/points.py) checks every point with it before anything runs. Messages name the
-    role's variables, or with `logical_names` the logical parameters (PARAMETERS); block-size rules
-    are skipped while the drafter's block size is not known (None).
+    (sweep/config/params.py expand) checks every point with it before anything runs. Messages
+    name the role's variables, or with `logical_names` the logical parameters (PARAMETERS);
+    block-size rules are skipped while the drafter's block size is not known (None).
     """
     name = {k: k if logical_names else v["var"] for k, v in PARAMETERS.items()}
     algorithm = str(point["algorithm"]).upper()
