@@ -149,7 +149,7 @@ def bounds(
     hyperparameter (log likelihood within `likely` of the best's) on its own, so that a surface
     the data leave open (a narrow peak between points measured) keeps its unmeasured points open
     too. Returns the bounds and, from the same fit, the mixture's mean of f(point) (see
-    sweep/search/model_search.py smoothed(), _batch()). `diagonals`: see _metrics. One metric at a
+    sweep/search/model_step.py smoothed(), _batch()). `diagonals`: see _metrics. One metric at a
     time: the memory is one metric's."""
     import numpy as np
 

@@ -30,7 +30,7 @@ from sweep.config import objectives
 from sweep.config.params import SweepInputError
 from sweep.config.points import Point, same_servers
 from sweep.report.report import write_report
-from sweep.search import model_search, search_rounds
+from sweep.search import model_search, model_step, search_rounds
 from sweep.search.grid_axes import Grid
 from sweep.search.model_search import ModelSearch, replay, search
 from sweep.search.search_rounds import describe_model as describe
@@ -123,7 +123,7 @@ def test_it_stops_when_no_unmeasured_point_can_beat_the_best_and_says_by_how_muc
         v.reason,
     )
     assert figure is not None and float(figure[1]) == round(max(v.gain, 0.0) * 100, 1)
-    assert len(v.next) == model_search.NEXT_SHOWN
+    assert len(v.next) == model_step.NEXT_SHOWN
     measured = set(state.by_id)
     assert not measured & set(v.next)
     lines = describe(state)
@@ -181,33 +181,33 @@ def test_the_rule_of_regions_left_names_them_and_spreads_a_round(
     pts = points()
     g = grid_of(pts)
     order = {p.point_id: i for i, p in enumerate(pts)}
-    space = model_search._Space.of(g, order)
+    space = model_step.Space.of(g, order)
     corner = [p.point_id for p in pts if p.budget <= 24 and p.topk <= 3]
     values = {pid: [100.0, 101.0, 99.0] for pid in corner}
     free = [pid for pid in space.every if pid not in values]
     bound = dict.fromkeys(space.every, 0.0)
-    picks = model_search._uncovered(space, corner, free, bound, ModelSearch())
+    picks = model_step.uncovered(space, corner, free, bound, ModelSearch())
     coords = dict(zip(space.every, space.coords, strict=True))
     assert len(picks) >= 2
     for i, pid in enumerate(picks):
         near = [coords[q] for q in [*corner, *picks[:i]]]
         assert min(math.dist(coords[pid], c) for c in near) > 0.4
     ruled = {pid: (-1.0 if pid == picks[0] else 0.0) for pid in space.every}
-    assert picks[0] not in model_search._uncovered(space, corner, free, ruled, ModelSearch())
-    assert model_search._uncovered(space, corner, free, bound, ModelSearch(cover=2.0)) == ()
+    assert picks[0] not in model_step.uncovered(space, corner, free, ruled, ModelSearch())
+    assert model_step.uncovered(space, corner, free, bound, ModelSearch(cover=2.0)) == ()
     # a model that puts every point level with the best: within the margin, none ruled out
-    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (bound, bound))
-    step = model_search._step(space, values, (), corner[0], ModelSearch(batch=3))
-    assert step.picks == picks[:3] and step.ahead == picks[: model_search.NEXT_SHOWN]
+    monkeypatch.setattr(model_step, "_gains", lambda *a, **k: (bound, bound))
+    step = model_step.step(space, values, (), corner[0], ModelSearch(batch=3))
+    assert step.picks == picks[:3] and step.ahead == picks[: model_step.NEXT_SHOWN]
     assert step.why == (
         "no unmeasured point may beat the best by more than 2.0% by the model, but a point it "
         "does not rule out (within 5% of it) lies farther than 0.4 from every point measured"
     )
-    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (ruled, ruled))
-    rest = model_search._step(space, values, (), corner[0], ModelSearch()).picks
+    monkeypatch.setattr(model_step, "_gains", lambda *a, **k: (ruled, ruled))
+    rest = model_step.step(space, values, (), corner[0], ModelSearch()).picks
     assert len(rest) == 1 and rest[0] != picks[0]
     # a restart bound spent while such a region is left: not settled, and says why
-    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (bound, bound))
+    monkeypatch.setattr(model_step, "_gains", lambda *a, **k: (bound, bound))
     cut = ModelSearch(max_restarts=7)
     first = replay(pts, g, [], cut)
     done = [Measurement(r.point.point_id, 0, (100.0, 101.0, 99.0)) for r in first.pending]
@@ -277,7 +277,7 @@ def test_the_rule_of_the_best_s_neighbours_names_them_and_leaves_the_ruled_out(
     pts = points()
     g = grid_of(pts)
     order = {p.point_id: i for i, p in enumerate(pts)}
-    space = model_search._Space.of(g, order)
+    space = model_step.Space.of(g, order)
     best = Point("DDTREE", 48, 3, 2048).point_id
     far = [Point("DDTREE", 8, k, 2048).point_id for k in TOPKS]  # a first round's worth
     measured = [best, Point("DDTREE", 48, 4, 2048).point_id, *far]
@@ -287,16 +287,16 @@ def test_the_rule_of_the_best_s_neighbours_names_them_and_leaves_the_ruled_out(
     left = Point("DDTREE", 48, 2, 2048).point_id
     bound = dict.fromkeys(space.every, 0.0)
     bound |= {up: 0.015, down: math.log(0.99), left: math.log(0.97)}  # left: 3 % below
-    monkeypatch.setattr(model_search, "_gains", lambda *a, **k: (bound, bound))
-    step = model_search._step(space, values, (), best, ModelSearch(batch=3))
+    monkeypatch.setattr(model_step, "_gains", lambda *a, **k: (bound, bound))
+    step = model_step.step(space, values, (), best, ModelSearch(batch=3))
     assert step.picks == (up, down) and step.ahead == (up, down)
     assert step.why == (
         "no unmeasured point may beat the best by more than 2.0% by the model, but a neighbour "
         "of the best (one step along one axis) it does not put more than 2.0% below it is not "
         "measured"
     )
-    assert model_search._step(space, values, (), best, ModelSearch()).picks == (up,)
-    off = model_search._step(space, values, (), best, ModelSearch(neighbours=False))
+    assert model_step.step(space, values, (), best, ModelSearch()).picks == (up,)
+    off = model_step.step(space, values, (), best, ModelSearch(neighbours=False))
     assert up not in off.picks[:1] and "neighbour" not in off.why
     with pytest.raises(ValueError, match="neighbours='yes': must be true or false"):
         ModelSearch(neighbours="yes")  # type: ignore[arg-type]
@@ -371,10 +371,10 @@ def test_a_round_has_a_point_a_host_spread_over_what_is_open(
     assert not set(picks) & {m.point_id for m in recorded}
     # not merely the three largest bounds: the first pick, believed measured, closes the points
     # around it, so the round does not spend two hosts on one region
-    space = model_search._Space.of(g, {p.point_id: i for i, p in enumerate(pts)})
+    space = model_step.Space.of(g, {p.point_id: i for i, p in enumerate(pts)})
     values = {m.point_id: m.values for m in recorded}
     best_mean = max(values, key=lambda pid: sum(values[pid]))
-    top3 = model_search._step(space, values, (), best_mean, ModelSearch(batch=3)).ahead
+    top3 = model_step.step(space, values, (), best_mean, ModelSearch(batch=3)).ahead
     assert len(top3) == 3 and set(picks) != set(top3)
     # and the whole search still ends on the best, settled, in fewer rounds
     state, ran = search(pts, g, measure_, ModelSearch(batch=3))
@@ -475,7 +475,7 @@ def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
     assert copied and all(layout.point_status(d, t) == "complete" for t in copied)
     assert info["best"] == "ddtree-b64-k6-w2048"  # test_sweep_planner.speed: the largest
     v = info["verdict"]
-    assert v["settled"] and v["gain"] <= 0.02 and len(v["next"]) == model_search.NEXT_SHOWN
+    assert v["settled"] and v["gain"] <= 0.02 and len(v["next"]) == model_step.NEXT_SHOWN
     out = write_report(d, with_plots=False)
     md = Path(out["report"]).read_text()
     assert "Model search (tie margin 2.0%, bound at 2.0 sd, max_restarts none)" in md
