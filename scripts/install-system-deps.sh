@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test hosts and the demo host need: rootful podman with runc,
-# mmdebstrap for the image rootfs, unzip and python3-venv for scripts/bootstrap.sh.
+# mmdebstrap for the image rootfs, unzip and python3-venv for scripts/bootstrap.sh; and Chromium,
+# in which the suite opens the sweep's report.html (tests/unit/test_sweep_report_browser.py).
 # Idempotent: when every package is already installed it only runs dpkg-query and exits.
 set -euo pipefail
 
@@ -9,26 +10,32 @@ packages=(
   containernetworking-plugins iptables
   mmdebstrap unzip python3-venv
 )
+# without its recommends (fonts and desktop integration a headless test does not use)
+lean=(chromium)
 
 missing=()
-for p in "${packages[@]}"; do
+missing_lean=()
+for p in "${packages[@]}" "${lean[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-  [ "$status" = installed ] || missing+=("$p")
+  if [ "$status" != installed ]; then
+    if [[ " ${lean[*]} " == *" $p "* ]]; then missing_lean+=("$p"); else missing+=("$p"); fi
+  fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ $((${#missing[@]} + ${#missing_lean[@]})) -eq 0 ]; then
   exit 0
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-system-deps: missing ${missing[*]}; run as root (or install them yourself)" >&2
+  echo "install-system-deps: missing ${missing[*]} ${missing_lean[*]}; run as root (or install them yourself)" >&2
   exit 1
 fi
 
-echo "install-system-deps: installing ${missing[*]}"
+echo "install-system-deps: installing ${missing[*]} ${missing_lean[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Recommends stay on: the test hosts were validated with podman's recommended packages
 # (netavark, aardvark-dns, ...); a podman without them is untested here.
-apt-get install -y -qq "${missing[@]}" >/dev/null
+[ ${#missing[@]} -eq 0 ] || apt-get install -y -qq "${missing[@]}" >/dev/null
+[ ${#missing_lean[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${missing_lean[@]}" >/dev/null
 echo "install-system-deps: done"

@@ -179,7 +179,7 @@ def _run(a: argparse.Namespace) -> int:
         if a.json:
             print(json.dumps(out, indent=1))
         else:
-            print(f"report: {out['report']}\nsummary: {out['summary']}")
+            print(f"report: {out['report']}\npage: {out['html']}\nsummary: {out['summary']}")
             for line in out["best"]:
                 print(f"best {line}")
         return 0

@@ -1,11 +1,12 @@
-"""The sweep report on the controller: summary.csv, report.md and plots, from the point directories.
+"""The sweep report on the controller: summary.csv, report.md, report.html and plots, from the point
+directories.
 
 write_report puts the parts together: sweep.results.results reads the points and makes a row per
 point x cell (speed-ups against the baseline, intervals across repetitions), sweep.store.greedy
 checks each point's temperature-0 outputs against the baseline's, sweep.results.decision picks the
 winner or tie per cell by the objective (sweep.config.objectives) among the points that pass,
-sweep.results.sources does the same per source, sweep.report.plots draws and sweep.report.render
-writes the text.
+sweep.results.sources does the same per source, sweep.report.plots draws, sweep.report.render
+writes the text and sweep.report.html makes it one page.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from bench.records import write_atomic
 from sweep import layout
 from sweep.config import objectives as objectives_mod
 from sweep.config.load import CAPACITY_OBJECTIVE
-from sweep.report import capacity, render
+from sweep.report import capacity, html, render
 from sweep.results import sources
 from sweep.results.decision import winners
 from sweep.results.results import PointResult, baseline_of, load_points, rows, twins
@@ -85,7 +86,8 @@ def write_report(
     slo_tpot_ms: float | None = None,
     greedy_match_min: float = greedy.MATCH_MIN,
 ) -> dict[str, Any]:
-    """summary.csv, report.md and (with_plots) the PNGs; ValueError for a bad objective, SLO
+    """summary.csv, report.md, report.html (the same text as one page, sweep/report/html.py)
+    and (with_plots) the PNGs; ValueError for a bad objective, SLO
     (sweep.config.objectives.make) or greedy_match_min before anything is written."""
     # capacity ranks whole capacity searches (sweep/report/capacity.py); the cells keep the
     # default's
@@ -133,8 +135,10 @@ def write_report(
         md = md.rstrip("\n") + "\n\n" + "\n".join(deployed) + "\n"
     plots += load_plots
     write_atomic(sweep_dir / "report.md", md)
+    write_atomic(sweep_dir / html.HTML_FILE, html.page(md, sweep_dir))
     return {
         "report": str(sweep_dir / "report.md"),
+        "html": str(sweep_dir / html.HTML_FILE),
         "summary": str(sweep_dir / "summary.csv"),
         "plots": [str(sweep_dir / p) for p in plots],
         "points": {p.point_id: p.status for p in points},
