@@ -33,6 +33,9 @@ def _grid(nrows: int, ncols: int, width: float, height: float) -> tuple[Any, Any
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # colours a reader with a colour-vision deficiency tells apart (Tableau's colour-blind 10)
+    plt.style.use("tableau-colorblind10")
+
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
 
 
@@ -172,11 +175,15 @@ def _heat_panel(
         if (i, j) not in shown or r["speedup_mean_ratio"] > shown[i, j]["speedup_mean_ratio"]:
             shown[i, j] = r
             grid[i, j] = r["speedup_mean_ratio"]
+    # diverging around 1.0 and colour-blind safe (ColorBrewer's RdBu): blue is faster
     image = ax.imshow(
-        np.ma.masked_invalid(grid), cmap="RdYlGn", norm=norm, origin="lower", aspect="auto"
+        np.ma.masked_invalid(grid), cmap="RdBu", norm=norm, origin="lower", aspect="auto"
     )
     for (i, j), r in shown.items():
-        ax.text(j, i, _annotation(r), ha="center", va="center", fontsize=7)
+        # white on the map's dark ends, black in between
+        dark = abs(float(norm(grid[i, j])) - 0.5) > 0.3
+        colour = "white" if dark else "black"
+        ax.text(j, i, _annotation(r), ha="center", va="center", fontsize=7, color=colour)
     ax.set_xticks(range(len(topks)), [str(t) for t in topks])
     ax.set_yticks(range(len(budgets)), [str(b) for b in budgets])
     ax.set_xlabel("topk")
