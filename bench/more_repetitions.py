@@ -43,7 +43,7 @@ repetition and the best's mean beyond the margin below the best. At 2 % noise an
 repetitions that is about 10 % below the best; at 5 % and a best of 32, about 20 %. The bench's
 runner asks it once the first repetition's cells are recorded, before the second's (bench/runner.py
 run_benchmark); a point clearly out keeps its one repetition, and the decision goes to more.json.
-benchmarks/search_surfaces.py adaptive() applies the same rule.
+benchmarks/surfaces_measure.py adaptive() (search_surfaces.py's) applies the same rule.
 
 Why these figures: benchmarks/search_surfaces.py (benchmarks/README.md, "More repetitions" and
 "An edge, two more families and the time", 2026-12-05: up to 48 repetitions and the old bar
