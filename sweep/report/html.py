@@ -9,7 +9,7 @@ as in report.md (the winner or tie of every cell), with a table of contents; eve
 any column (click its header: numbers as numbers, the rest as text).
 
 It reads the markdown subset render.py writes: headings, paragraphs, tables, bullet lists, images,
-`code` and **bold**; anything else is kept as a paragraph of text.
+fenced code (a failure's journal), `code` and **bold**; anything else is a paragraph of text.
 """
 
 from __future__ import annotations
@@ -115,6 +115,15 @@ def body(markdown: str, sweep_dir: Path) -> tuple[str, list[tuple[str, str]]]:
                 f"<tbody>{trs}</tbody></table></div>"
             )
             continue
+        elif line.strip().startswith("```"):
+            flush()
+            indent = len(line) - len(line.lstrip())
+            code = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                code.append(html.escape(lines[i][indent:], quote=False))
+                i += 1
+            out.append("<pre><code>" + "\n".join(code) + "</code></pre>")
         elif line.startswith("- "):
             flush()
             items = []

@@ -317,9 +317,11 @@ def to_markdown(
     source_table: list[dict[str, Any]] | None = None,
     greedy_match_min: float = greedy.MATCH_MIN,
     search: dict[str, Any] | None = None,
+    search_png: str | None = None,
 ) -> str:
     """report.md: the winner per cell on top, the greedy-output check, the figures per source,
-    then the points, every point x cell, failures, plots and the search (search.json)."""
+    then the points, every point x cell, failures, plots and the search (search.json, its
+    rounds on the grid in `search_png` when drawn)."""
     objective = objective or objectives_mod.make()
     verdicts = verdicts or {}
     refused = {p for p, v in verdicts.items() if v.status == "fail"}
@@ -394,7 +396,7 @@ def to_markdown(
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     if search:
-        lines += ["", *search_lines(search)]
+        lines += ["", *search_lines(search, search_png)]
     return "\n".join(lines) + "\n"
 
 
@@ -424,9 +426,10 @@ def best_line(c: dict[str, Any], objective: Objective) -> str:
     return f"{where}: {c['winner']} {best} {unit}{speedup}"
 
 
-def search_lines(search: dict[str, Any]) -> list[str]:
-    """report.md's section on a model search (sweep/search/search_rounds.py's search.json), or,
-    short, on one a retired search recorded (search=halving, search=descent: docs/search.md)."""
+def search_lines(search: dict[str, Any], plot: str | None = None) -> list[str]:
+    """report.md's section on a model search (sweep/search/search_rounds.py's search.json), with
+    `plot` (its rounds on the grid) when drawn, or, short, on one a retired search recorded
+    (search=halving, search=descent: docs/search.md)."""
     st = search.get("strategy") or {}
     budget = st.get("max_restarts") or "none"
     verdict = search.get("verdict")
@@ -472,6 +475,7 @@ def search_lines(search: dict[str, Any]) -> list[str]:
         "",
         *[f"- {line}" for line in search.get("rounds") or []],
         "",
+        *([f"![{plot}]({plot})", ""] if plot else []),
     ]
     cost = search.get("cost")
     if cost:

@@ -108,10 +108,15 @@ def write_report(
     cells = winners(table, obj, refused | set(twins(points)))
     source_table = sources.rows(sweep_dir, points, obj)
     plots: list[str] = []
+    search_png = None
     if with_plots:
         from sweep.report.plots import write_plots
+        from sweep.report.search_plot import SEARCH_PNG, search_plot
 
         plots = write_plots(sweep_dir, table)
+        ruled = (layout.read_sweep(sweep_dir) or {}).get("ruled_out") or {}
+        if search and search_plot(search, set(ruled), sweep_dir / SEARCH_PNG):
+            search_png = SEARCH_PNG
     write_atomic(sweep_dir / "summary.csv", render.to_csv(table))
     md = render.to_markdown(
         sweep_dir.name,
@@ -124,6 +129,7 @@ def write_report(
         source_table,
         greedy_match_min,
         search,
+        search_png,
     )
     load_md, load_best, load_plots = capacity.section(
         sweep_dir, points, baseline_of(points), refused | set(twins(points)), with_plots
@@ -133,7 +139,7 @@ def write_report(
     deployed = deploy.section(sweep_dir)
     if deployed:
         md = md.rstrip("\n") + "\n\n" + "\n".join(deployed) + "\n"
-    plots += load_plots
+    plots += load_plots + ([search_png] if search_png else [])
     write_atomic(sweep_dir / "report.md", md)
     write_atomic(sweep_dir / html.HTML_FILE, html.page(md, sweep_dir))
     return {

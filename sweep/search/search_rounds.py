@@ -289,6 +289,8 @@ def search_info(
         "done": state.done or stopped,
         "stopped": stopped,
         "rounds": describe_model(state),
+        # each round's points (the report draws them on the grid: sweep/report/search_plot.py)
+        "round_points": [[r.point.point_id for r in rnd.runs] for rnd in state.rounds],
         "restarts": state.restarts,
         "grid_restarts": len(state.points),
         "failed": failed,

@@ -137,6 +137,12 @@ def test_the_markdown_subset_render_writes(tmp_path: Path) -> None:
             "",
             "## A | section",
             "![missing.png](missing.png)",
+            "- a failure:",
+            "",
+            "  ```",
+            "  Traceback <x>",
+            "    raise",
+            "  ```",
         ]
     )
     content, toc = html.body(md, tmp_path)
@@ -149,5 +155,30 @@ def test_the_markdown_subset_render_writes(tmp_path: Path) -> None:
     assert '<thead><tr><th scope="col">a</th><th scope="col">b</th></tr></thead>' in content
     assert "<td>tie: p ~ q</td>" in content
     assert "(plot missing.png not found)" in content
+    assert "<pre><code>Traceback &lt;x&gt;\n  raise</code></pre>" in content
     page = html.page(md, tmp_path)
     assert page.index("</h1><nav") < page.index('id="a-section"')
+
+
+def test_a_model_searchs_rounds_are_drawn_on_the_grid(tmp_path: Path) -> None:
+    import json
+
+    from test_sweep_model_search import GRID
+    from test_sweep_planner import drive, start
+
+    from sweep.report.search_plot import search_plot
+
+    d = start(tmp_path, baseline="false", **GRID)
+    drive(d, ["h1"])
+    search = json.loads((d / "search.json").read_text())
+    ran = [pid for ids in search["round_points"] for pid in ids]
+    assert ran == search["full"] and len(search["round_points"]) > 2
+    out = write_report(d, with_plots=True)
+    md = Path(out["report"]).read_text(encoding="utf-8")
+    assert md.index("## Search") < md.index("![search_rounds.png](search_rounds.png)")
+    assert (d / "search_rounds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert str(d / "search_rounds.png") in out["plots"]
+    # a search recorded before its rounds' points were: no plot, the report as before
+    old = {k: v for k, v in search.items() if k != "round_points"}
+    assert not search_plot(old, set(), tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
