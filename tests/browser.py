@@ -205,3 +205,40 @@ class Browser:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def check_page(page: Path, screenshot: Path | None = None) -> dict[str, Any]:
+    """What a test asks of a report page, as one JSON-able answer: the console's errors, the
+    requests beyond the file itself and data: URIs, the second-level headings, whether every
+    image decoded."""
+    binary = find_chromium()
+    if binary is None:
+        raise RuntimeError("no Chromium (make deps installs it)")
+    b = Browser(binary)
+    try:
+        b.open(page)
+        own = page.resolve().as_uri()
+        out = {
+            "errors": b.errors(),
+            "requests": [u for u in b.requests() if u != own and not u.startswith("data:")],
+            "sections": b.evaluate(
+                "Array.from(document.querySelectorAll('main h2')).map(h => h.textContent)"
+            ),
+            "images": b.evaluate(
+                "Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0])"
+            ),
+        }
+        if screenshot is not None:
+            b.screenshot(screenshot)
+        return out
+    finally:
+        b.close()
+
+
+if __name__ == "__main__":
+    # python tests/browser.py PAGE [SCREENSHOT]: check_page's answer as JSON (molecule scenarios
+    # open the report.html a real sweep wrote with it)
+    import sys
+
+    shot = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    print(json.dumps(check_page(Path(sys.argv[1]), shot)))
