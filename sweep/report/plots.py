@@ -3,7 +3,8 @@
 
 - speedup_by_budget_topk.png: speed-up by budget and topk, one panel per context length;
 - throughput_vs_concurrency.png: mean output throughput vs concurrency per point, one panel per
-  context length;
+  context length (closed-loop cells);
+- throughput_vs_request_rate.png: the same against the offered request rate (open-loop cells);
 - heatmap_budget_topk.png: one file, one panel per context x concurrency (x output length x
   category when several were run), budget x topk coloured by the speed-up; panel rows are the
   contexts, and each speculative algorithm x window swept gets its own rows.
@@ -22,9 +23,10 @@ from typing import Any
 
 SPEEDUP_PNG = "speedup_by_budget_topk.png"
 THROUGHPUT_PNG = "throughput_vs_concurrency.png"
+RATE_PNG = "throughput_vs_request_rate.png"
 HEATMAP_PNG = "heatmap_budget_topk.png"
 
-Point = tuple[int, float, float, float]  # x, y, and the error bar below and above y
+Point = tuple[float, float, float, float]  # x, y, and the error bar below and above y
 
 
 def _grid(nrows: int, ncols: int, width: float, height: float) -> tuple[Any, Any]:
@@ -77,7 +79,7 @@ def _series(
         if r["context"] == context:
             v = float(r[y])
             lo, hi = _err(r, v, f"{ci}_ci_low", f"{ci}_ci_high")
-            lines[tuple(r[k] for k in key)].append((int(r[x]), v, lo, hi))
+            lines[tuple(r[k] for k in key)].append((float(r[x]), v, lo, hi))
     return [(k, sorted(lines[k])) for k in _sorted(lines)]
 
 
@@ -141,18 +143,36 @@ def speedup_plot(table: list[dict[str, Any]], path: Path) -> bool:
     )
 
 
-def throughput_plot(table: list[dict[str, Any]], path: Path) -> bool:
-    rows = [r for r in table if r.get("output_throughput_mean") is not None]
+def _throughput_against(table: list[dict[str, Any]], path: Path, open_loop: bool) -> bool:
+    """Mean output throughput per point against the load: the offered request rate of the
+    open-loop cells, or the concurrency of the closed-loop ones."""
+    rows = [
+        r
+        for r in table
+        if r.get("output_throughput_mean") is not None
+        and (r.get("request_rate") is not None) == open_loop
+    ]
+    x = "request_rate" if open_loop else "concurrency"
 
     def draw(ax: Any, ctx: Any) -> None:
         key = ("point", "output_len", "category")
         for (point, _out, cat), pts in _series(
-            rows, ctx, key, "concurrency", "output_throughput_mean", "output_throughput"
+            rows, ctx, key, x, "output_throughput_mean", "output_throughput"
         ):
             _errorbar(ax, pts, f"{point} {cat}")
-        ax.set_xscale("log", base=2)
+        if not open_loop:
+            ax.set_xscale("log", base=2)
 
-    return _plot_per_context(rows, path, "concurrency", "output tokens/s (mean, 95% CI)", draw)
+    label = "offered load (requests/s)" if open_loop else "concurrency"
+    return _plot_per_context(rows, path, label, "output tokens/s (mean, 95% CI)", draw)
+
+
+def throughput_plot(table: list[dict[str, Any]], path: Path) -> bool:
+    return _throughput_against(table, path, open_loop=False)
+
+
+def rate_plot(table: list[dict[str, Any]], path: Path) -> bool:
+    return _throughput_against(table, path, open_loop=True)
 
 
 def _annotation(r: dict[str, Any]) -> str:
@@ -230,6 +250,7 @@ def write_plots(sweep_dir: Path, table: list[dict[str, Any]]) -> list[str]:
     for name, plot in (
         (SPEEDUP_PNG, speedup_plot),
         (THROUGHPUT_PNG, throughput_plot),
+        (RATE_PNG, rate_plot),
         (HEATMAP_PNG, heatmap_plot),
     ):
         if plot(table, sweep_dir / name):

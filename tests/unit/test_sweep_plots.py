@@ -122,3 +122,32 @@ def test_series_carry_error_bars() -> None:
     assert key == ("DDTREE", 2)
     assert pts[0] == (4, 1.25, pytest.approx(0.1), pytest.approx(0.1))
     assert pts[1] == (8, 1.5, 0.0, 0.0)
+
+
+def test_open_loop_cells_are_plotted_against_their_request_rate(tmp_path: Path) -> None:
+    """An open-loop cell's load is its offered rate: it gets the rate plot, not the concurrency
+    one (whose x axis it has no place on); a sweep with no open-loop cell gets no rate plot."""
+    closed = _grid_rows()
+    opened = []
+    for rate, tput in ((0.5, 50.0), (2.0, 180.0), (8.0, 420.0)):
+        for point in ("baseline", "ddtree-b8-k4-w2048"):
+            opened.append(
+                {
+                    **_row(8, 4, None),
+                    "point": point,
+                    "cell": f"ctx512-rate{rate:g}",
+                    "concurrency": None,
+                    "request_rate": rate,
+                    "output_throughput_mean": tput,
+                    "output_throughput_ci_low": tput - 4.0,
+                    "output_throughput_ci_high": tput + 4.0,
+                }
+            )
+    assert plots.rate_plot(closed + opened, tmp_path / "rate.png")
+    assert _size(tmp_path / "rate.png")[0] > 0
+    assert not plots.rate_plot(closed, tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
+    assert plots.throughput_plot(closed + opened, tmp_path / "conc.png")
+    assert not plots.throughput_plot(opened, tmp_path / "conc-none.png")
+    names = plots.write_plots(tmp_path, closed + opened)
+    assert plots.RATE_PNG in names and plots.THROUGHPUT_PNG in names
