@@ -192,6 +192,21 @@ class Browser:
             if e["method"] == "Network.requestWillBeSent"
         ]
 
+    def sections(self) -> list[str]:
+        """The page's second-level headings, in order."""
+        return list(
+            self.evaluate(
+                "Array.from(document.querySelectorAll('main h2')).map(h => h.textContent)"
+            )
+        )
+
+    def images(self) -> list[tuple[str, bool]]:
+        """Each image's alt text and whether it decoded."""
+        found = self.evaluate(
+            "Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0])"
+        )
+        return [(str(alt), bool(ok)) for alt, ok in found]
+
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         path.write_bytes(base64.b64decode(data["data"]))
@@ -221,12 +236,8 @@ def check_page(page: Path, screenshot: Path | None = None) -> dict[str, Any]:
         out = {
             "errors": b.errors(),
             "requests": [u for u in b.requests() if u != own and not u.startswith("data:")],
-            "sections": b.evaluate(
-                "Array.from(document.querySelectorAll('main h2')).map(h => h.textContent)"
-            ),
-            "images": b.evaluate(
-                "Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0])"
-            ),
+            "sections": b.sections(),
+            "images": b.images(),
         }
         if screenshot is not None:
             b.screenshot(screenshot)

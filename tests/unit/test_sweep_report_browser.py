@@ -20,8 +20,6 @@ from test_sweep_planner import drive, start
 
 from sweep.report.report import write_report
 
-SECTIONS = "Array.from(document.querySelectorAll('main h2')).map(h => h.textContent)"
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
@@ -52,13 +50,11 @@ def _check(b: Browser, sweep_dir: Path, shot: Path) -> dict[str, object]:
     requests = b.requests()
     assert requests[0] == page.resolve().as_uri()
     assert [u for u in requests[1:] if not u.startswith("data:")] == []
-    sections = b.evaluate(SECTIONS)
+    sections = b.sections()
     assert sections == re.findall(r"^## (.*)$", md, re.M)
     assert sections[0] == "Winner per cell"
-    images = b.evaluate(
-        "Array.from(document.images).map(i => [i.complete && i.naturalWidth > 0, i.alt])"
-    )
-    assert images and all(ok for ok, _ in images), images
+    images = b.images()
+    assert images and all(ok for _, ok in images), images
     b.screenshot(shot)
     assert shot.stat().st_size > 10_000
     return {"sections": sections, "images": len(images)}
