@@ -4,10 +4,11 @@
 # wall-clock windows (open-loop cells of 10 s), not on the CPU (one capacity search keeps 9 % of
 # the 2 cores busy, all four side by side 22 %), so the first run takes 8 workers: xdist deals
 # the 14 tests round robin, and each of the four longest (58-75 s) gets a worker of its own (85 s
-# in one run here; 148 s with 4 workers, 373 s with one). A shared machine's other tenants can still take the CPU for a few seconds, which no
-# tolerance that keeps the tests meaningful absorbs: a failed test is therefore run once more,
-# alone, in a fresh process; it fails the suite only when it fails twice. Every first-run failure
-# is printed, so a flake is seen, never hidden.
+# in one run here; 148 s with 4 workers, 373 s with one). A shared machine's other tenants can
+# still take the CPU for a few seconds, which no tolerance that keeps the tests meaningful
+# absorbs: a failed test is therefore run once more, alone, in a fresh process; it fails the
+# suite only when it fails twice. Every first-run failure is printed, so a flake is seen, never
+# hidden.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cache=$(mktemp -d)
