@@ -219,6 +219,8 @@ why_failed() {
        / fatal: \[/ { print task; more = 6 }
        more > 0 { print substr($0, 1, 300); more-- }' "$logdir/$name.log" | head -n 14
   grep -E '^ *[0-9]+s (\[ERROR\]|CRITICAL)' "$logdir/$name.log" | cut -c1-300 | head -n 3
+  # provision.yml's summary, where a scenario ran it: each host that is not ready, and why
+  grep -oE '[a-z0-9-]+: (failed preflight|failed in \\?"|no result).{0,280}' "$logdir/$name.log" | head -n 3
   sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 5
 }
 for name in "${failed_names[@]}"; do
