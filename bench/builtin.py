@@ -14,7 +14,7 @@ request's `source` its domain, interleaved (coding, math, document, multiturn, j
 Every conversation holds the `{material}` slot once, before the question it asks; the prompt
 builder fills it from the conversation's material corpus (bench/corpora.py) and cuts from the
 end of the material only, so the question survives any context length. The file and the two
-generated corpora are written by scripts/builtin_workload/, which nothing imports at run time.
+corpora are the source: edited as data, checked by tests/unit/test_bench_builtin_workload.py.
 """
 
 from __future__ import annotations

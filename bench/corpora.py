@@ -4,8 +4,7 @@
   `prose` (chat-style answers and the Python Language Reference) or `math` (worked problems,
   generated from a seed);
 - `material_text(name)`: the text a built-in conversation's `{material}` slot is filled from,
-  one of MATERIALS. `chat` and `json` are data files written by
-  scripts/builtin_workload/ (python scripts/builtin_workload --help), like the conversations.
+  one of MATERIALS. `chat` and `json` are data files, like the conversations.
 
 bench/prompts/SOURCES.txt says where every text comes from. Standard library only: this runs on
 the GPU host.

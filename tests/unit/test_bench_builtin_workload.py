@@ -1,9 +1,8 @@
 """The built-in workload as the bench reads it (bench/builtin.py: a dataset file and the
-material corpora), and the generator under scripts/ that writes them."""
+material corpora): the shape every conversation must keep when the file is edited."""
 
 import ast
 import collections
-import importlib.util
 import json
 import re
 import sys
@@ -180,7 +179,7 @@ def test_the_workload_is_a_chat_dataset_file_read_by_the_datasets_reader():
 
 
 def test_bench_imports_only_itself_the_standard_library_and_its_declared_dependencies():
-    # so the generator under scripts/ is never needed on the host, nor an undeclared package
+    # so nothing but the bench itself is needed on the host, nor an undeclared package
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     allowed = {"bench", "__future__"} | {
         re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in declared["project"]["dependencies"]
@@ -201,34 +200,3 @@ def test_bench_imports_only_itself_the_standard_library_and_its_declared_depende
                 if top not in sys.stdlib_module_names and top not in allowed:
                     outside.add((path.name, name))
     assert outside == set()
-
-
-def _generator():
-    here = ROOT / "scripts" / "builtin_workload"
-    spec = importlib.util.spec_from_file_location(
-        "builtin_workload_generator", here / "__main__.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(here))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(here))
-    return module
-
-
-def test_the_generator_writes_the_shipped_files_and_check_finds_a_stale_one(tmp_path, capsys):
-    generator = _generator()
-    assert generator.main(["--check"]) == 0  # what is shipped is what the generator writes
-    assert generator.main(["--out", str(tmp_path)]) == 0
-    written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["builtin-chat.jsonl", "material-chat.txt", "material-json.txt"]
-    for name in written:
-        assert (tmp_path / name).read_bytes() == (builtin.DATASET.parent / name).read_bytes()
-    assert generator.main(["--check", "--out", str(tmp_path)]) == 0
-    stale = tmp_path / "material-json.txt"
-    stale.write_text(stale.read_text(encoding="utf-8")[:-1], encoding="utf-8")
-    capsys.readouterr()
-    assert generator.main(["--check", "--out", str(tmp_path)]) == 1
-    assert "material-json.txt" in capsys.readouterr().out
