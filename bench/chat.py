@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from bench.conversation import Conversation
@@ -43,13 +42,6 @@ class ChatServer(Protocol):
         """The token ids the server's chat template gives `messages` (generation prompt
         included); raises a BenchError when the server cannot render them."""
         ...
-
-
-@dataclass(frozen=True)
-class Rendered:
-    input_ids: list[int]
-    source: str
-    max_tokens: int | None
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

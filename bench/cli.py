@@ -275,14 +275,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.greedy_prompts < 0:
         raise BadArguments(f"--greedy-prompts must be 0 or more, got {a.greedy_prompts}")
     dataset = []
-    digest = None
     if a.dataset is not None:
-        from bench import conversation, datasets
+        from bench import datasets
 
         dataset = datasets.sample(
             a.dataset, a.dataset_sample, a.dataset_seed, a.dataset_format
         ).conversations
-        digest = conversation.digest(dataset)
     elif a.dataset_sample is not None:
         raise BadArguments("--dataset-sample needs --dataset")
     cfg = RunConfig(
@@ -305,7 +303,6 @@ def _cmd_run(a: argparse.Namespace) -> int:
         idle_timeout=a.idle_timeout,
         live=a.live,
         dataset=dataset,
-        dataset_digest=digest,
         natural_max_tokens=a.natural_max_tokens,
         greedy_prompts=a.greedy_prompts,
         greedy_max_tokens=a.greedy_max_tokens,

@@ -294,30 +294,33 @@ def _jsonl_records(f: BinaryIO, path: Path) -> Iterator[tuple[int, dict[str, Any
         yield lineno, record
 
 
+def _pairs(record: dict[str, Any], key: str, first: str, second: str) -> list[tuple[str, str]]:
+    """record[key]: a list of objects of two strings, `first` and `second`, as (first, second)."""
+    if key not in record:
+        raise _Invalid(f'no "{key}"')
+    items = record[key]
+    if not isinstance(items, list):
+        raise _Invalid(f'"{key}" must be a list, not {_kind(items)}')
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            shape = f'{{"{first}": str, "{second}": str}}'
+            raise _Invalid(f"{key}[{i}] must be an object {shape}, not {_kind(item)}")
+        for name in (first, second):
+            if not isinstance(value := item.get(name), str):
+                hint = " (only text content is supported)" if isinstance(value, list) else ""
+                raise _Invalid(f'{key}[{i}]["{name}"] must be a string, not {_kind(value)}{hint}')
+        out.append((item[first], item[second]))
+    return out
+
+
 def _chat(record: dict[str, Any]) -> Conversation:
-    if "messages" not in record:
-        raise _Invalid('no "messages"')
-    messages = record["messages"]
-    if not isinstance(messages, list):
-        raise _Invalid(f'"messages" must be a list, not {_kind(messages)}')
-    if not messages:
+    out = _pairs(record, "messages", "role", "content")
+    if not out:
         raise _Invalid('"messages" is empty')
-    out: list[tuple[str, str]] = []
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise _Invalid(
-                f'messages[{i}] must be an object {{"role": str, "content": str}}, not '
-                f"{_kind(message)}"
-            )
-        role, content = message.get("role"), message.get("content")
-        if not isinstance(role, str):
-            raise _Invalid(f'messages[{i}]["role"] must be a string, not {_kind(role)}')
-        if not isinstance(content, str):
-            hint = " (only text content is supported)" if isinstance(content, list) else ""
-            raise _Invalid(f'messages[{i}]["content"] must be a string, not {_kind(content)}{hint}')
+    for i, (role, _) in enumerate(out):
         if role not in ROLES:
             raise _Invalid(f"messages[{i}] has unknown role {role!r} (known: {', '.join(ROLES)})")
-        out.append((role, content))
     if out[-1][0] != "user":
         raise _Invalid(f"the last message must be the user's, not the {out[-1][0]}'s")
     corpus, offset, chars = _material(record, out)
@@ -388,24 +391,9 @@ def _sharegpt(entry: Any) -> Conversation | None:
     """The entry's request, or None for an entry without a user turn."""
     if not isinstance(entry, dict):
         raise _Invalid(f"an entry must be a JSON object, not {_kind(entry)}")
-    if "conversations" not in entry:
-        raise _Invalid('no "conversations"')
-    turns = entry["conversations"]
-    if not isinstance(turns, list):
-        raise _Invalid(f'"conversations" must be a list, not {_kind(turns)}')
     messages: list[tuple[str, str]] = []
     last_user = -1
-    for j, turn in enumerate(turns):
-        if not isinstance(turn, dict):
-            raise _Invalid(
-                f'conversations[{j}] must be an object {{"from": str, "value": str}}, not '
-                f"{_kind(turn)}"
-            )
-        speaker, value = turn.get("from"), turn.get("value")
-        if not isinstance(speaker, str):
-            raise _Invalid(f'conversations[{j}]["from"] must be a string, not {_kind(speaker)}')
-        if not isinstance(value, str):
-            raise _Invalid(f'conversations[{j}]["value"] must be a string, not {_kind(value)}')
+    for j, (speaker, value) in enumerate(_pairs(entry, "conversations", "from", "value")):
         role = SHAREGPT_ROLES.get(speaker.lower())
         if role is None:
             raise _Invalid(

@@ -53,7 +53,6 @@ class RunConfig:
     live: bool | None = None
     # The user's conversations (category dataset, and the greedy set when given).
     dataset: list[Conversation] = field(default_factory=list)
-    dataset_digest: str | None = None
     # output_len natural: the cap of a request without its own max_tokens
     natural_max_tokens: int = 1024
     # the greedy-output check: prompts answered at temperature 0 (0: none) and their cap

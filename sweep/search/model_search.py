@@ -173,10 +173,6 @@ class ModelState(State[P]):
         succeeded."""
         return self.ranking[0] if self.done and self.ranking else None
 
-    def best_stats(self) -> Stats | None:
-        best = self.best
-        return self.by_id[best.point_id] if best is not None else None
-
 
 # ---------------------------------------------------------------- the state
 

@@ -69,9 +69,6 @@ class Stats:
     high: float
     n: int
 
-    def overlaps(self, other: Stats) -> bool:
-        return self.low <= other.high and other.low <= self.high
-
 
 @dataclass(frozen=True)
 class Run(Generic[P]):
@@ -123,18 +120,6 @@ class State(Generic[P]):
     def skipped(self) -> tuple[Skipped[P], ...]:
         return tuple(s for rnd in self.rounds for s in rnd.skipped)
 
-    @property
-    def best(self) -> P | None:
-        """Top of the last measured ranking; None while pending or when every run failed."""
-        if not self.done:
-            return None
-        ranked = [rnd for rnd in self.rounds if rnd.ranking]
-        return ranked[-1].ranking[0] if ranked else None
-
-    def best_stats(self) -> Stats | None:
-        best = self.best
-        ranked = [rnd for rnd in self.rounds if rnd.ranking]
-        return ranked[-1].stats[best.point_id] if best is not None and ranked else None
 
 
 # ---------------------------------------------------------------- statistics
