@@ -23,7 +23,18 @@ if grep -qw amx_tile /proc/cpuinfo; then
     "which the test host only stands in for: the real-SGLang scenarios will fail with StandinCalled." >&2
 fi
 
+mkdir -p cache
+exec 9>cache/.real-sglang-image.lock
+flock 9
+
+# No image at all (a fresh machine): it is built below, so its wheelhouse (downloads, GBs) is fetched
+# while the base image builds. A failure here is met again by the build's own call, which stops there.
+wheels=
+if ! podman image exists "$IMAGE"; then
+  bash scripts/build-wheelhouse.sh --lock "$LOCK" --no-bench --dest "$WHEELHOUSE" & wheels=$!
+fi
 bash scripts/test-image.sh
+[ -z "$wheels" ] || wait "$wheels" || true
 base_hash=$(podman image inspect --format '{{ index .Labels "org.sglang-specbench.testhost-recipe" }}' "$BASE")
 hash=$(
   {
@@ -34,10 +45,6 @@ hash=$(
       -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -c1-16
 )
-
-mkdir -p cache
-exec 9>cache/.real-sglang-image.lock
-flock 9
 
 have=$(podman image inspect --format "{{ index .Labels \"$label\" }}" "$IMAGE" 2>/dev/null || true)
 if [ "$have" = "$hash" ]; then
