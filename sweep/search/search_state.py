@@ -121,7 +121,6 @@ class State(Generic[P]):
         return tuple(s for rnd in self.rounds for s in rnd.skipped)
 
 
-
 # ---------------------------------------------------------------- statistics
 
 
