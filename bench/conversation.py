@@ -47,18 +47,6 @@ class Conversation:
             }
         return out
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Conversation:
-        material = d.get("material") or {}
-        return cls(
-            messages=tuple((str(m["role"]), str(m["content"])) for m in d["messages"]),
-            source=str(d.get("source") or "dataset"),
-            max_tokens=None if d.get("max_tokens") is None else int(d["max_tokens"]),
-            material_corpus=str(material.get("corpus") or ""),
-            material_offset=int(material.get("offset") or 0),
-            material_chars=int(material.get("chars") or 0),
-        )
-
     def with_material(self, text: str) -> list[dict[str, str]]:
         """The messages with the slot filled by `text` (no slot: as they are)."""
         return [

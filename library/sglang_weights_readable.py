@@ -373,10 +373,6 @@ def scan(paths: Sequence[str], uid: int, gids: Iterable[int]) -> Scan:
     return Scan(None, walker.files, walker.fingerprints)
 
 
-def first_unreadable(paths: Sequence[str], uid: int, gids: Iterable[int]) -> Problem | None:
-    return scan(paths, uid, gids).problem
-
-
 def group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name

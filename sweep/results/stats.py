@@ -61,21 +61,6 @@ def _check_df(df: float) -> None:
         raise ValueError(f"degrees of freedom must be positive, got {df}")
 
 
-def t_sf2(t: float, df: float) -> float:
-    """Two-sided tail probability P(|T| >= |t|) of Student's t with `df` degrees of freedom."""
-    from scipy.special import stdtr
-
-    _check_df(df)
-    return float(2.0 * stdtr(df, -abs(t)))
-
-
-def t_cdf(t: float, df: float) -> float:
-    from scipy.special import stdtr
-
-    _check_df(df)
-    return float(stdtr(df, t))
-
-
 def t_quantile(p: float, df: float) -> float:
     """The p-quantile of Student's t with `df` (possibly fractional, or infinite) degrees of
     freedom."""
@@ -97,10 +82,6 @@ class Estimate:
     sd: float | None
     ci_low: float | None
     ci_high: float | None
-
-    @property
-    def half_width(self) -> float | None:
-        return None if self.ci_high is None else self.ci_high - self.mean
 
 
 def estimate(values: Sequence[float], level: float = LEVEL) -> Estimate | None:

@@ -275,7 +275,8 @@ def test_a_chat_record_may_fill_its_slot_from_a_built_in_material(tmp_path: Path
     path = write(tmp_path, jsonl(json.loads(slotted({"corpus": "code", "offset": 5, "chars": 40}))))
     (conv,) = read(path)
     assert (conv.material_corpus, conv.material_offset, conv.material_chars) == ("code", 5, 40)
-    assert Conversation.from_dict(conv.to_dict()) == conv
+    datasets.write_jsonl([conv], tmp_path / "again.jsonl")
+    assert list(read(tmp_path / "again.jsonl")) == [conv]
     (plain,) = read(write(tmp_path, jsonl(chat("a literal {material}")), "plain.jsonl"))
     assert plain.material_corpus == ""  # no "material": the braces are the user's text
 

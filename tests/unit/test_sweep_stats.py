@@ -16,9 +16,7 @@ from sweep.results.stats import (
     cell_estimates,
     estimate,
     ratio,
-    t_cdf,
     t_quantile,
-    t_sf2,
     welch,
 )
 
@@ -56,13 +54,6 @@ def test_t_quantile_other_levels_and_limits() -> None:
         t_quantile(0.9, 0)
 
 
-def test_t_tail_and_cdf_are_consistent_with_the_quantile() -> None:
-    assert t_sf2(2.228, 10) == pytest.approx(0.05, abs=1e-4)
-    assert t_sf2(0.0, 3) == pytest.approx(1.0)
-    assert t_cdf(-12.706, 1) == pytest.approx(0.025, abs=1e-5)
-    assert t_cdf(t_quantile(0.9, 4.2), 4.2) == pytest.approx(0.9, abs=1e-9)
-
-
 def test_estimate_is_a_t_interval_of_the_mean() -> None:
     e = estimate([100.0, 110.0, 90.0])
     assert e is not None
@@ -70,15 +61,12 @@ def test_estimate_is_a_t_interval_of_the_mean() -> None:
     half = 4.303 * 10.0 / math.sqrt(3)
     assert e.ci_low == pytest.approx(100.0 - half, abs=1e-2)
     assert e.ci_high == pytest.approx(100.0 + half, abs=1e-2)
-    assert e.half_width == pytest.approx(half, abs=1e-2)
 
 
 def test_estimate_with_one_value_has_no_interval_and_none_without_values() -> None:
     e = estimate([42.0])
     assert e is not None
-    assert (e.n, e.mean, e.sd, e.ci_low, e.ci_high, e.half_width) == (
-        1, 42.0, None, None, None, None
-    )  # fmt: skip
+    assert (e.n, e.mean, e.sd, e.ci_low, e.ci_high) == (1, 42.0, None, None, None)
     assert estimate([]) is None
 
 
@@ -127,7 +115,8 @@ def test_welch_interval_and_fractional_df_as_r_gives_them() -> None:
     se = math.sqrt(36.0 / 3 + 100.0 / 3)
     assert c.df is not None and c.ci_high is not None
     assert c.ci_high - c.difference == pytest.approx(t_quantile(0.975, c.df) * se)
-    assert c.p_value == pytest.approx(t_sf2(c.difference / se, c.df))
+    # two-sided, as scipy.stats.ttest_ind(equal_var=False) gives it for these values
+    assert c.p_value == pytest.approx(0.78429, abs=1e-5)
     # a 1% test is wider
     wide = welch([102.0, 96.0, 108.0], [100.0, 110.0, 90.0], alpha=0.01)
     assert wide.ci_low is not None and wide.ci_low < c.ci_low

@@ -36,7 +36,7 @@ def base() -> Iterator[Path]:
     """A 0755 directory every uid can reach (pytest's own tmp_path sits below a 0700 directory)."""
     path = Path(tempfile.mkdtemp(prefix="weights-readable-"))
     path.chmod(0o755)
-    if m.first_unreadable([str(path)], OTHER, ()) is not None:
+    if m.scan([str(path)], OTHER, ()).problem is not None:
         shutil.rmtree(path)
         pytest.skip(f"{tempfile.gettempdir()} cannot be entered by every user on this machine")
     yield path
@@ -119,7 +119,7 @@ def test_a_0600_file_owned_by_another_uid_is_named(base: Path) -> None:
 def test_an_unlistable_subdirectory_is_named(base: Path) -> None:
     target = model(base / "target")
     (target / "original").chmod(0o711)
-    problem = m.first_unreadable([str(target)], OTHER, ())
+    problem = m.scan([str(target)], OTHER, ()).problem
     assert problem is not None
     assert (problem.path, problem.kind) == (str(target / "original"), "list")
 
@@ -129,8 +129,8 @@ def test_group_permission_through_a_supplementary_gid(base: Path) -> None:
     for d in (target, target / "original"):
         d.chmod(0o750)
     gid = target.stat().st_gid
-    assert m.first_unreadable([str(target)], OTHER, {OTHER, gid}) is None
-    problem = m.first_unreadable([str(target)], OTHER, {OTHER})
+    assert m.scan([str(target)], OTHER, {OTHER, gid}).problem is None
+    problem = m.scan([str(target)], OTHER, {OTHER}).problem
     assert problem is not None
     assert (problem.path, problem.kind) == (str(target), "list")
 
@@ -173,7 +173,7 @@ def test_symlinks_into_a_readable_cache_pass(base: Path) -> None:
 def test_a_symlink_into_an_unenterable_directory_names_the_target_side(base: Path) -> None:
     snapshot, blobs, _ = hf_cache(base)
     blobs.chmod(0o700)
-    problem = m.first_unreadable([str(snapshot)], OTHER, ())
+    problem = m.scan([str(snapshot)], OTHER, ()).problem
     assert problem is not None
     assert (problem.path, problem.kind) == (str(blobs), "enter")
     assert problem.via == f"{snapshot / 'config.json'} -> ../../blobs/c0ffee"
@@ -197,9 +197,9 @@ def test_a_symlinked_model_directory_checks_both_sides(base: Path) -> None:
     model(data / "target")
     (base / "models").mkdir()
     (base / "models" / "target").symlink_to(data / "target")
-    assert m.first_unreadable([str(base / "models" / "target")], OTHER, ()) is None
+    assert m.scan([str(base / "models" / "target")], OTHER, ()).problem is None
     data.chmod(0o700)
-    problem = m.first_unreadable([str(base / "models" / "target")], OTHER, ())
+    problem = m.scan([str(base / "models" / "target")], OTHER, ()).problem
     assert problem is not None
     assert (problem.path, problem.kind) == (str(data), "enter")
 
@@ -207,9 +207,9 @@ def test_a_symlinked_model_directory_checks_both_sides(base: Path) -> None:
 def test_broken_symlinks_loops_and_cycles(base: Path) -> None:
     target = model(base / "target")
     (target / "up").symlink_to("..")  # a cycle back up the tree: visited once
-    assert m.first_unreadable([str(target)], OTHER, ()) is None
+    assert m.scan([str(target)], OTHER, ()).problem is None
     (target / "gone.safetensors").symlink_to("nowhere.safetensors")
-    problem = m.first_unreadable([str(target)], OTHER, ())
+    problem = m.scan([str(target)], OTHER, ()).problem
     assert problem is not None
     assert (problem.path, problem.kind) == (str(target / "nowhere.safetensors"), "missing")
     msg = m.message(problem, m.Identity("u", True, OTHER), 3)
@@ -217,10 +217,10 @@ def test_broken_symlinks_loops_and_cycles(base: Path) -> None:
     assert "does not exist. Fix one of: restore the file or repair the symlink" in msg
     (target / "gone.safetensors").unlink()
     (target / "loop").symlink_to("loop")
-    problem = m.first_unreadable([str(target)], 0, ())
+    problem = m.scan([str(target)], 0, ()).problem
     assert problem is not None
     assert problem.kind == "loop"
-    assert m.first_unreadable([str(base / "nothing")], 0, ()).kind == "missing"
+    assert m.scan([str(base / "nothing")], 0, ()).problem.kind == "missing"
 
 
 def test_posix_acls_are_honoured(base: Path) -> None:
@@ -241,8 +241,8 @@ def test_posix_acls_are_honoured(base: Path) -> None:
         os.setxattr(shard, m.ACL_XATTR, acl)
     except OSError as exc:
         pytest.skip(f"no POSIX ACLs here: {exc}")
-    assert m.first_unreadable([str(target)], OTHER, ()) is None
-    problem = m.first_unreadable([str(target)], OTHER + 1, ())
+    assert m.scan([str(target)], OTHER, ()).problem is None
+    problem = m.scan([str(target)], OTHER + 1, ()).problem
     assert problem is not None
     assert problem.path == str(shard)
     assert problem.acl
