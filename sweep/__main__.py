@@ -153,14 +153,14 @@ def _run(a: argparse.Namespace) -> int:
         print(planner.dumps(planner.wait_for_run(a.sweep_dir, a.host, a.wait)))
         return 0
     if a.command in ("finish-point", "fail-point"):
-        from sweep.store import progress, record, verdicts
+        from sweep.store import progress, record
 
         info = record.load_info(sys.stdin.read())
         if a.command == "finish-point":
             record.finish_point(a.sweep_dir, a.archive, info)
         else:
             record.fail_point(a.sweep_dir, info)
-            verdicts.remember_failure(a.sweep_dir, info)
+            record.remember_failure(a.sweep_dir, info)
         text = progress.line(a.sweep_dir, info["point"]["id"])
         progress.append(a.sweep_dir, text)
         print(text)

@@ -17,7 +17,7 @@ from sweep.cli.inputs import Inputs, read_inputs
 from sweep.config import load, workload
 from sweep.config.params import SweepInputError
 from sweep.config.points import Point, pin_baselines, same_servers
-from sweep.store import claims, store, verdicts
+from sweep.store import claims, failures, store
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Plan:
     run_started: float = field(default_factory=time.time)
     # point id -> identity (with its digest), for the points whose host published one
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # point id -> an earlier complete measurement under the same identity (store.lookup)
+    # point id -> an earlier complete measurement under the same identity (store.earlier)
     reuse: dict[str, Path] = field(default_factory=dict)
     # final: a grid with nothing pending, or a search that is over (its baselines may be left)
     final: bool = False
@@ -49,7 +49,7 @@ class Plan:
     # rule, bench/more_repetitions.py, as --more-repetitions takes it)
     more: str | None = None
     # failures that teach (out of memory, a rejected flag) and the points they rule out
-    lessons: verdicts.Lessons = field(default_factory=verdicts.Lessons)
+    lessons: failures.Lessons = field(default_factory=failures.Lessons)
 
     @property
     def pending(self) -> list[Point]:
@@ -177,19 +177,15 @@ def _sweep_plan(inp: Inputs, points: list[Point]) -> Plan:
             status[pid] = "same"
     identities = store.point_identities(points, inp.capabilities, bench, inp.by_class)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
-    lessons = verdicts.learn(sweep_dir, points, identities, host_classes, inp.fresh, inp.started)
+    lessons = failures.learn(sweep_dir, points, identities, host_classes, inp.fresh, inp.started)
     for pid in lessons.ruled:
         if status[pid] not in ("complete", "same"):
             status[pid] = "ruled_out"
-    reuse: dict[str, Path] = {}
-    if not inp.fresh:
-        for p in points:
-            ident = identities.get(p.point_id)
-            if status[p.point_id] not in ("complete", "same", "ruled_out") and ident:
-                found = store.lookup(sweep_dir.parent, ident["digest"])
-                if found is not None and found != sweep_dir / p.point_id:
-                    reuse[p.point_id] = found
-                    status[p.point_id] = "reused"
+    todo = {
+        p: i for p, i in identities.items() if status[p] not in ("complete", "same", "ruled_out")
+    }
+    reuse = {} if inp.fresh else store.earlier(sweep_dir, todo)
+    status.update(dict.fromkeys(reuse, "reused"))
     return Plan(
         name,
         sweep_dir,
@@ -225,9 +221,11 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     since = inp.started
     measured = search_rounds.measurements(searched, sweep_dir, objective, since)
     identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
-    warm = _warm_starts(inp, searched, identities)
+    # warm starts: the points measured before under the same identity, in the sweep or the store
+    found = {} if inp.fresh else store.earlier(sweep_dir, identities)
+    warm = search_rounds.warm_starts(searched, sweep_dir, objective, found)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
-    excluded, rules = verdicts.for_search(
+    excluded, rules = failures.for_search(
         sweep_dir, searched, identities, host_classes, inp.fresh, since
     )
     try:
@@ -257,22 +255,6 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     plan.search = info
     plan.search_file = sweep_dir / search_rounds.SEARCH_FILE
     return plan
-
-
-def _warm_starts(
-    inp: Inputs, searched: list[Point], identities: dict[str, dict[str, Any]]
-) -> list[Any]:
-    """The model search's warm starts (search_rounds.warm_starts): the points measured before
-    under the same identity, copied into the sweep or found in the store (not with fresh)."""
-    from sweep.search import search_rounds
-
-    found: dict[str, Path] = {}
-    if not inp.fresh:
-        for pid, ident in identities.items():
-            hit = store.lookup(inp.sweep_dir.parent, ident["digest"])
-            if hit is not None and hit != inp.sweep_dir / pid:
-                found[pid] = hit
-    return search_rounds.warm_starts(searched, inp.sweep_dir, inp.ranked, found)
 
 
 def record_run(plan: Plan) -> None:

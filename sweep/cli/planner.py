@@ -90,7 +90,7 @@ def _record(plan: Plan) -> None:
     record_ruled(plan)
     settle_same(plan)
     if plan.search_file is not None and plan.search is not None:
-        search_rounds.write_search_file(plan.search_file, plan.search)
+        write_json(plan.search_file, plan.search)
 
 
 def lost_hosts(env: dict[str, str] | None = None) -> set[str]:

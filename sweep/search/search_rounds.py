@@ -24,6 +24,7 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -33,7 +34,7 @@ from typing import Any
 from bench import more_repetitions
 from bench import objective as definitions
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule
-from bench.records import load_records, write_json
+from bench.records import load_records
 from sweep import layout
 from sweep.config.objectives import Objective
 from sweep.config.params import SweepInputError
@@ -120,7 +121,7 @@ def replay(
 ) -> ModelState[Any]:
     """The search's state, the points placed on the grid's axes first (a point left out, a twin,
     is a hole in the grid); `warm`: the warm starts; `excluded`, `rules`: what failures rule out
-    (sweep/store/verdicts.py); `memory`: the share of its memory a point's run used (memory_of),
+    (sweep/store/failures.py); `memory`: the share of its memory a point's run used (memory_of),
     which the model search fits."""
     coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
     grid = grid_axes.Grid.of(coords)
@@ -311,35 +312,15 @@ def search_info(
     }
     v = state.verdict
     if v is not None:
-        info["verdict"] = {
-            "settled": v.settled,
-            "gain": v.gain,
-            "margin": v.margin,
-            "next": list(v.next),
-            "reason": v.reason,
+        info["verdict"] = {**dataclasses.asdict(v), "next": list(v.next)}
+    acc = accounting(state, sweep_dir, repetitions) if state.done else None
+    if acc is not None:
+        info["cost"] = {
+            "line": acc.line(),
+            "search": dataclasses.asdict(acc.spent),
+            "grid": dataclasses.asdict(acc.grid),
         }
-    if state.done:
-        acc = accounting(state, sweep_dir, repetitions)
-        if acc is not None:
-            info["cost"] = {
-                "line": acc.line(),
-                "search": {
-                    "restarts": acc.spent.restarts,
-                    "seconds": acc.spent.seconds,
-                    "failed": acc.spent.failed,
-                },
-                "grid": {
-                    "restarts": acc.grid.restarts,
-                    "seconds": acc.grid.seconds,
-                    "failed": acc.grid.failed,
-                },
-            }
     return info
-
-
-def write_search_file(path: Path, info: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, info)
 
 
 def stopped(sweep_dir: Path, since: float) -> bool:

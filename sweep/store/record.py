@@ -1,4 +1,5 @@
-"""Recording a point on the controller: complete (point.json) or failed (failure.json).
+"""Recording a point on the controller: complete (point.json) or failed (failure.json; a failure
+that teaches is also kept in the store, remember_failure: sweep/store/failures.py).
 
 A complete point is assembled in .staging/ from the archive fetched from the host, point.json
 written into it last, and the directory renamed into place: a controller killed at any moment
@@ -204,3 +205,24 @@ def load_info(text: str) -> dict[str, Any]:
     if not isinstance(info, dict) or "point" not in info or "id" not in info["point"]:
         raise RecordError("point information must be a JSON object with point.id")
     return info
+
+
+def remember_failure(sweep_dir: Path, info: dict[str, Any]) -> None:
+    """After a failed point is recorded: a failure that teaches is kept in the store under the
+    point's edge, for the sweeps after this one."""
+    point = info["point"]
+    record = layout.read_json(sweep_dir / str(point["id"]) / layout.FAILURE_FILE) or {}
+    if record.get("cause") not in failures.TEACHING:
+        return
+    edge = (measured_identity(point, info.get("host_class")) or {}).get("edge")
+    if not edge:
+        return  # the host published no identity: nothing to key the verdict by
+    entry = {
+        "point": point["id"],
+        "server": point.get("server"),
+        "cause": record["cause"],
+        "flags": list(record.get("flags") or ()),
+        "host_class": info.get("host_class") or record.get("host_class") or "",
+        "sweep": sweep_dir.name,
+    }
+    failures.remember(sweep_dir.parent, str(edge), entry)

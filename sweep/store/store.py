@@ -106,6 +106,13 @@ def lookup(root: Path, key: str) -> Path | None:
     return None
 
 
+def earlier(sweep_dir: Path, identities: dict[str, dict[str, Any]]) -> dict[str, Path]:
+    """point id -> the newest complete measurement under its identity (lookup) in the store of
+    the sweep's results, another than the point's own directory in the sweep."""
+    found = {pid: lookup(sweep_dir.parent, ident["digest"]) for pid, ident in identities.items()}
+    return {pid: d for pid, d in found.items() if d is not None and d != sweep_dir / pid}
+
+
 def lock(root: Path) -> FileLock:
     """The store's lock: held around every read-modify-write of an index, so that hosts finishing
     points at once (one `finish-point` process each) never drop each other's entries. Readers
@@ -175,7 +182,7 @@ def point_identities(
             return None
         edge = edge_identity(caps)
         # the digest is the measurement's; `edge` keys the verdicts of failures
-        # (sweep/store/verdicts.py)
+        # (sweep/store/failures.py)
         return {**ident, "digest": digest(ident), "edge": digest(edge) if edge else None}
 
     out: dict[str, dict[str, Any]] = {}

@@ -69,7 +69,7 @@ def test_failure_then_success(tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     fail = info("p", SERVER, 0.0, reason="server crashed", journal="a\nb\n", task="wait")
     record.fail_point(sweep, {**fail, "host_class": "8x H200"})
-    # the class a verdict holds on (sweep/store/verdicts.py failure_of)
+    # the class a verdict holds on (sweep/store/failures.py failure_of)
     assert json.loads((sweep / "p" / "failure.json").read_text())["host_class"] == "8x H200"
     record.fail_point(sweep, fail)
     failure = json.loads((sweep / "p" / "failure.json").read_text())

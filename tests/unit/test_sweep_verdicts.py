@@ -1,6 +1,6 @@
-"""sweep/store/verdicts.py through the planner: a failure that teaches rules points out of this
-sweep and, through the store, of the next one; a failure for another cause is tried once more on
-another host and rules out nothing."""
+"""sweep/store/failures.py, what a sweep learns, through the planner: a failure that teaches rules
+points out of this sweep and, through the store, of the next one; a failure for another cause is
+tried once more on another host and rules out nothing."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sweep import layout
 from sweep.cli import planner
 from sweep.config.points import Point
 from sweep.report import report
-from sweep.store import failures, verdicts
+from sweep.store import failures, record
 
 GRID = {"budget": "8,16,32", "window": "1024,2048", "topk": "4"}
 
@@ -51,7 +51,7 @@ def drive(sweep_dir: Path, hosts: list[str], fails: dict[str, str]) -> list[tupl
                         "attempt": 1,
                     },
                 )
-                verdicts.remember_failure(sweep_dir, {"point": item, "host": h})
+                record.remember_failure(sweep_dir, {"point": item, "host": h})
             else:
                 measure(sweep_dir, pid, 100.0)
             handed.append((h, pid))
