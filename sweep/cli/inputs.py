@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.more_repetitions import MAX_REPETITIONS
 from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
 from bench.workload import NATURAL
 from sweep.config import load, workload
@@ -60,7 +61,19 @@ SWEEP_DEFAULTS: dict[str, Any] = {
 }
 
 
-SEARCHES = ("grid", "model")  # search=halving and search=descent: retired (search_rounds.RETIRED)
+SEARCHES = ("grid", "model")  # search=halving and search=descent: retired (RETIRED)
+# the command line's settings of the model search (none of them means anything to search=grid)
+SEARCH_KEYS = ("max_restarts", "max_repetitions")
+# the searches retired by issue 41 (docs/search.md), and why: a sweep that names one is refused
+RETIRED = {
+    "halving": "it starts every point at least once, so it cannot save restarts; search=model "
+    "finds the grid's answer in fewer starts",
+    "descent": "it missed the grid's answer on up to 14 of 30 generated surfaces of a class "
+    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model found it "
+    "on 29 or 30 of 30, in fewer starts than the grid",
+}
+# their settings, and the search that had them
+RETIRED_KEYS = {"halving_eta": "halving", "halving_levels": "halving", "halving_run_on": "halving"}
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -129,6 +142,39 @@ def bench_params(
             raise SweepInputError(str(e)) from None
         out["dataset"] = dataset.params()
     return out
+
+
+def retired(cli: dict[str, Any]) -> None:
+    """SweepInputError for a retired search (search=halving, search=descent) or one of their
+    settings given, naming it, why it was retired and what to use instead."""
+    name = str(cli.get("search") or "")
+    if name in RETIRED:
+        raise SweepInputError(
+            f"search={name} was retired: {RETIRED[name]}. Use search=model (or search=grid to "
+            "measure every point); docs/search.md"
+        )
+    for key, search in RETIRED_KEYS.items():
+        if not absent(cli.get(key)):
+            raise SweepInputError(
+                f"{key}={cli[key]}: a setting of search={search}, which was retired: "
+                f"{RETIRED[search]}. Use search=model (its settings: {', '.join(SEARCH_KEYS)}); "
+                "docs/search.md"
+            )
+
+
+def search_strategy(cli: dict[str, Any], objective: Objective, hosts: int = 1) -> ModelSearch:
+    """The model search's settings from the command line: max_restarts (no limit) and
+    max_repetitions (bench/more_repetitions.py MAX_REPETITIONS). Its rounds have a point a host
+    (`hosts`, the sweep's)."""
+    from sweep.search.model_search import ModelSearch
+
+    restarts, reps = (cli.get(key) for key in SEARCH_KEYS)
+    return ModelSearch(
+        None if absent(restarts) else positive_int("max_restarts", restarts),
+        objective.higher_is_better,
+        batch=max(hosts, 1),
+        max_repetitions=MAX_REPETITIONS if absent(reps) else positive_int("max_repetitions", reps),
+    )
 
 
 def default_name(points: list[Point], bench: dict[str, Any]) -> str:
@@ -220,11 +266,9 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
     A dataset is read (streamed) and sampled here; its sample is kept under
     <results>/.workloads/ so that later plans do not read the file again
     (sweep/config/workload.py)."""
-    from sweep.search import search_rounds
-
     cli = inp.get("cli") or {}
     # a retired search or one of its settings: refused first, saying why (nothing sampled yet)
-    search_rounds.retired(cli)
+    retired(cli)
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     points = expand(cli, inventory, inp.get("server"))
     root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
@@ -263,15 +307,14 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
     hosts = [str(h) for h in inp.get("hosts") or []]
     strategy = None
     if search_name == "grid":
-        keys = search_rounds.SEARCH_KEYS
-        given = [k for k in keys if search_rounds.given_setting(cli, k) is not None]
+        given = [k for k in SEARCH_KEYS if not absent(cli.get(k))]
         if given:
             raise SweepInputError(
                 f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "
                 "point (give search=model)"
             )
     else:
-        strategy = search_rounds.strategy(cli, ranked, len(hosts))
+        strategy = search_strategy(cli, ranked, len(hosts))
     name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
     name = str(name)
     if not _NAME.match(name):

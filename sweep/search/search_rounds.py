@@ -18,8 +18,9 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
   (search_state.account, from the recorded load and bench times); its verdict: settled or not,
   the largest gain an unmeasured point may have, the points it would measure next.
 - search=halving and search=descent were retired (docs/search.md): a sweep that names one, or a
-  setting only they had (RETIRED_KEYS), is refused by name (retired) before anything runs; the
-  sweeps they recorded still report (sweep/report/report.py, sweep/report/render.py).
+  setting only they had, is refused by name before anything runs (sweep/cli/inputs.py, with the
+  model search's own settings); the sweeps they recorded still report (sweep/report/report.py,
+  sweep/report/render.py).
 """
 
 from __future__ import annotations
@@ -33,11 +34,10 @@ from typing import Any
 
 from bench import more_repetitions
 from bench import objective as definitions
-from bench.more_repetitions import MAX_REPETITIONS, MoreRule
+from bench.more_repetitions import MoreRule
 from bench.records import load_records
 from sweep import layout
 from sweep.config.objectives import Objective
-from sweep.config.params import SweepInputError
 from sweep.search import grid_axes, memory, model_search
 from sweep.search.model_search import ModelSearch, ModelState
 from sweep.search.search_state import Accounting, Measurement, account
@@ -45,69 +45,6 @@ from sweep.store import failures
 from sweep.store.record import RECORDS
 
 SEARCH_FILE = "search.json"
-# the command line's settings of the model search (none of them means anything to search=grid)
-SEARCH_KEYS = ("max_restarts", "max_repetitions")
-# the searches retired by issue 41 (docs/search.md), and why: a sweep that names one is refused
-RETIRED = {
-    "halving": "it starts every point at least once, so it cannot save restarts; search=model "
-    "finds the grid's answer in fewer starts",
-    "descent": "it missed the grid's answer on up to 14 of 30 generated surfaces of a class "
-    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model found it "
-    "on 29 or 30 of 30, in fewer starts than the grid",
-}
-# their settings, and the search that had them
-RETIRED_KEYS = {"halving_eta": "halving", "halving_levels": "halving", "halving_run_on": "halving"}
-
-
-class SearchInputError(SweepInputError):
-    pass
-
-
-def _int(name: str, raw: Any, low: int, high: int | None = None) -> int:
-    ok = isinstance(raw, int) and not isinstance(raw, bool)
-    if isinstance(raw, str) and raw.strip().isdigit():
-        raw, ok = int(raw.strip()), True
-    if not ok or raw < low or (high is not None and raw > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise SearchInputError(f"{name}={raw}: must be an integer {bound}")
-    return int(raw)
-
-
-def given_setting(cli: dict[str, Any], key: str) -> Any:
-    """A command-line value as given; None when absent or blank (the playbook passes "")."""
-    raw = cli.get(key)
-    return None if raw is None or (isinstance(raw, str) and not raw.strip()) else raw
-
-
-def retired(cli: dict[str, Any]) -> None:
-    """SearchInputError for a retired search (search=halving, search=descent) or one of their
-    settings given, naming it, why it was retired and what to use instead."""
-    name = str(cli.get("search") or "")
-    if name in RETIRED:
-        raise SearchInputError(
-            f"search={name} was retired: {RETIRED[name]}. Use search=model (or search=grid to "
-            "measure every point); docs/search.md"
-        )
-    for key, search in RETIRED_KEYS.items():
-        if given_setting(cli, key) is not None:
-            raise SearchInputError(
-                f"{key}={cli[key]}: a setting of search={search}, which was retired: "
-                f"{RETIRED[search]}. Use search=model (its settings: {', '.join(SEARCH_KEYS)}); "
-                "docs/search.md"
-            )
-
-
-def strategy(cli: dict[str, Any], objective: Objective, hosts: int = 1) -> ModelSearch:
-    """The model search's settings from the command line: max_restarts (no limit) and
-    max_repetitions (bench/more_repetitions.py MAX_REPETITIONS). Its rounds have a point a host
-    (`hosts`, the sweep's)."""
-    budget_raw = given_setting(cli, "max_restarts")
-    budget = None if budget_raw is None else _int("max_restarts", budget_raw, 1)
-    reps_raw = given_setting(cli, "max_repetitions")
-    reps = MAX_REPETITIONS if reps_raw is None else _int("max_repetitions", reps_raw, 1)
-    return ModelSearch(
-        budget, objective.higher_is_better, batch=max(hosts, 1), max_repetitions=reps
-    )
 
 
 def replay(

@@ -24,13 +24,13 @@ from test_sweep_store import measure as measure_all
 from bench.more_repetitions import MAX_REPETITIONS, MoreRule, pool
 from sweep import layout
 from sweep.__main__ import main
-from sweep.cli import planner
+from sweep.cli import inputs, planner
 from sweep.cli.plan import make_plan
 from sweep.config import objectives
 from sweep.config.params import SweepInputError
 from sweep.config.points import Point, same_servers
 from sweep.report.report import write_report
-from sweep.search import model_search, model_step, search_rounds
+from sweep.search import model_search, model_step
 from sweep.search.grid_axes import Grid
 from sweep.search.model_search import ModelSearch, replay, search
 from sweep.search.search_rounds import describe_model as describe
@@ -440,7 +440,7 @@ def test_bad_strategies_and_grids_are_refused() -> None:
     one = pts[:1]
     with pytest.raises(ValueError, match="only one point to search"):
         replay(one, grid_of(one), [], ModelSearch())
-    assert search_rounds.strategy({}, objectives.make("tpot")) == ModelSearch(
+    assert inputs.search_strategy({}, objectives.make("tpot")) == ModelSearch(
         None, higher_is_better=False
     )
 
@@ -621,7 +621,7 @@ def test_bad_input_is_named_before_anything_changes(tmp_path: Path, capsys: Any)
         # twins: budget 8 is a chain whatever topk, so two topks are one server
         ({**GRID, "budget": "8", "topk": "2,4", "window": "2048"}, "only one point to search"),
         ({**GRID, "halving_eta": "2"}, "halving_eta=2: a setting of search=halving, which was"),
-        ({**GRID, "max_repetitions": "0"}, "max_repetitions=0: must be an integer >= 1"),
+        ({**GRID, "max_repetitions": "0"}, "max_repetitions=0: not a positive integer"),
         ({**GRID, "search": "descent", "max_repetitions": "6"}, "search=descent was retired"),
         ({**GRID, "search": "grid", "max_repetitions": "6"}, "max_repetitions=6: a search's"),
         ({**GRID, "search": "grid", "max_restarts": "9"}, "max_restarts=9: a search's setting"),

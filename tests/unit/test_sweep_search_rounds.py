@@ -20,7 +20,7 @@ from bench.more_repetitions import MAX_REPETITIONS
 from bench.records import write_json
 from sweep import layout
 from sweep.__main__ import main
-from sweep.cli import planner
+from sweep.cli import inputs, planner
 from sweep.cli.plan import make_plan
 from sweep.config import objectives
 from sweep.config.params import SweepInputError
@@ -90,9 +90,9 @@ def plan_round(tmp: Path, round_index: int, **cli: Any) -> dict[str, Any]:
 
 
 def test_strategy_defaults_and_bounds() -> None:
-    s = search_rounds.strategy({}, THROUGHPUT)
+    s = inputs.search_strategy({}, THROUGHPUT)
     assert s == ModelSearch(None, True, max_repetitions=MAX_REPETITIONS)
-    s = search_rounds.strategy({"max_restarts": 7}, objectives.make("tpot"), hosts=3)
+    s = inputs.search_strategy({"max_restarts": 7}, objectives.make("tpot"), hosts=3)
     assert (s.max_restarts, s.higher_is_better, s.batch) == (7, False, 3)
     for cli, named in [
         ({"max_restarts": 0}, "max_restarts=0"),
@@ -100,8 +100,8 @@ def test_strategy_defaults_and_bounds() -> None:
         ({"max_restarts": "many"}, "max_restarts=many"),
         ({"max_repetitions": "0"}, "max_repetitions=0"),
     ]:
-        with pytest.raises(search_rounds.SearchInputError, match=named):
-            search_rounds.strategy(cli, THROUGHPUT)
+        with pytest.raises(SweepInputError, match=named):
+            inputs.search_strategy(cli, THROUGHPUT)
 
 
 def test_a_runs_value_per_repetition_is_the_geometric_mean_over_cells(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_a_retired_search_is_refused_by_name_before_anything_is_written(
     assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
 
 
-@pytest.mark.parametrize("key", list(search_rounds.RETIRED_KEYS))
+@pytest.mark.parametrize("key", list(inputs.RETIRED_KEYS))
 @pytest.mark.parametrize("search", ["model", "grid"])
 def test_a_setting_of_a_retired_search_is_refused_by_name(
     tmp_path: Path, key: str, search: str
