@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,20 +42,41 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A point's directory, read once: its status, point.json and failure.json ({} where absent
+    or unreadable), and when its last failed attempt ended (epoch seconds; 0: none)."""
+
+    dir: Path
+    status: Status
+    point: dict[str, Any]
+    failure: dict[str, Any]
+    failed_at: float
+
+
+Records = dict[str, Recorded]  # point id -> its directory, read once
+
+
+def recorded(sweep_dir: Path, point_ids: Iterable[str]) -> Records:
+    """Each point's directory in `sweep_dir`, read once: a plan reads every point's at each
+    host's ask, and its steps (the failures learnt, the search's runs) share the one reading."""
+    out = {}
+    for pid in point_ids:
+        pdir = sweep_dir / pid
+        point = read_json(pdir / POINT_FILE) or {}
+        failure = read_json(pdir / FAILURE_FILE) or {}
+        status: Status = "pending"
+        if point.get("status") == "complete":
+            status = "complete"
+        elif (pdir / FAILURE_FILE).is_file():
+            status = "failed"
+        finished = float((failure.get("timings") or {}).get("finished") or 0)
+        out[pid] = Recorded(pdir, status, point, failure, finished)
+    return out
+
+
 def point_status(sweep_dir: Path, point_id: str) -> Status:
-    pdir = sweep_dir / point_id
-    point = read_json(pdir / POINT_FILE)
-    if point is not None and point.get("status") == "complete":
-        return "complete"
-    if (pdir / FAILURE_FILE).is_file():
-        return "failed"
-    return "pending"
-
-
-def failed_since(sweep_dir: Path, point_id: str, since: float) -> bool:
-    """Whether the point's last failed attempt ended at or after `since` (epoch seconds)."""
-    failure = read_json(sweep_dir / point_id / FAILURE_FILE) or {}
-    return float((failure.get("timings") or {}).get("finished") or 0) >= since
+    return recorded(sweep_dir, [point_id])[point_id].status
 
 
 def point_dirs(sweep_dir: Path) -> list[Path]:

@@ -159,8 +159,9 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     return plan
 
 
-def _sweep_plan(inp: Inputs, points: list[Point]) -> Plan:
-    """The plan of `points` in the sweep's directory with its bench parameters."""
+def _sweep_plan(inp: Inputs, points: list[Point], records: layout.Records | None = None) -> Plan:
+    """The plan of `points` in the sweep's directory with its bench parameters (`records`: the
+    points' directories when the caller read them already, layout.recorded)."""
     name, sweep_dir, bench = inp.name, inp.sweep_dir, inp.bench
     previous = layout.read_sweep(sweep_dir)
     if previous and previous.get("bench") != bench:
@@ -168,16 +169,18 @@ def _sweep_plan(inp: Inputs, points: list[Point]) -> Plan:
             f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
             f"now {json.dumps(bench)}. Use another sweep_name (or remove {sweep_dir})."
         )
-    status: dict[str, str] = {
-        p.point_id: layout.point_status(sweep_dir, p.point_id) for p in points
-    }
+    if records is None:
+        records = layout.recorded(sweep_dir, [p.point_id for p in points])
+    status: dict[str, str] = {p.point_id: records[p.point_id].status for p in points}
     same = same_servers(points, inp.block_size)
     for pid in same:
         if status[pid] != "complete":
             status[pid] = "same"
     identities = store.point_identities(points, inp.capabilities, bench, inp.by_class)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
-    lessons = failures.learn(sweep_dir, points, identities, host_classes, inp.fresh, inp.started)
+    lessons = failures.learn(
+        sweep_dir, records, points, identities, host_classes, inp.fresh, inp.started
+    )
     for pid in lessons.ruled:
         if status[pid] not in ("complete", "same"):
             status[pid] = "ruled_out"
@@ -219,14 +222,16 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
-    measured = search_rounds.measurements(searched, sweep_dir, objective, since)
+    # every point's directory, read once for the search's steps and the sweep's plan after it
+    records = layout.recorded(sweep_dir, [p.point_id for p in points])
+    measured = search_rounds.measurements(searched, records, objective, since)
     identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
     # warm starts: the points measured before under the same identity, in the sweep or the store
     found = {} if inp.fresh else store.earlier(sweep_dir, identities)
-    warm = search_rounds.warm_starts(searched, sweep_dir, objective, found)
+    warm = search_rounds.warm_starts(searched, records, objective, found)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     excluded, rules = failures.for_search(
-        sweep_dir, searched, identities, host_classes, inp.fresh, since
+        sweep_dir, records, searched, identities, host_classes, inp.fresh, since
     )
     try:
         memory = search_rounds.memory_of(sweep_dir)
@@ -237,11 +242,11 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     stopped = search_rounds.stopped(sweep_dir, since)
     info = search_rounds.search_info(
-        sweep_dir, strat, since, state, stopped, objective, bench["repetitions"]
+        records, strat, since, state, stopped, objective, bench["repetitions"]
     )
     if state.pending and not stopped:
         todo = [r.point for r in state.pending] + baseline + adopt
-        plan = _sweep_plan(inp, todo)
+        plan = _sweep_plan(inp, todo, records)
         rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
         plan.more = rule.to_json() if rule is not None else None
     else:
@@ -249,7 +254,7 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
         finals += [p for p in adopt if p not in finals]
         final_ids = {p.point_id for p in finals}
         finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
-        plan = _sweep_plan(inp, finals + baseline)
+        plan = _sweep_plan(inp, finals + baseline, records)
         plan.final = True
         plan.stopped = stopped
     plan.search = info

@@ -94,15 +94,16 @@ def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
 
 
 def measurements(
-    points: Sequence[Any], sweep_dir: Path, objective: Objective, since: float
+    points: Sequence[Any], records: layout.Records, objective: Objective, since: float
 ) -> list[Measurement]:
-    """What the sweep recorded for `points`: complete runs, and runs failed since `since`."""
+    """What the sweep recorded for `points` (`records`: their directories, layout.recorded):
+    complete runs, and runs failed since `since`."""
     out = []
     for p in points:
-        status = layout.point_status(sweep_dir, p.point_id)
-        if status == "complete":
-            out.append(Measurement(p.point_id, 0, run_values(sweep_dir / p.point_id, objective)))
-        elif status == "failed" and layout.failed_since(sweep_dir, p.point_id, since):
+        r = records[p.point_id]
+        if r.status == "complete":
+            out.append(Measurement(p.point_id, 0, run_values(r.dir, objective)))
+        elif r.status == "failed" and r.failed_at >= since:
             out.append(Measurement(p.point_id, 0, ()))
     return out
 
@@ -141,7 +142,7 @@ def more_rule(
 
 
 def warm_starts(
-    points: Sequence[Any], sweep_dir: Path, objective: Objective, found: dict[str, Path]
+    points: Sequence[Any], records: layout.Records, objective: Objective, found: dict[str, Path]
 ) -> list[Measurement]:
     """The model search's warm starts: each point copied into the sweep from an earlier
     measurement under the same identity (complete, `reused_from`), and each point `found` in the
@@ -150,9 +151,9 @@ def warm_starts(
     out = []
     for p in points:
         pid = p.point_id
-        if layout.point_status(sweep_dir, pid) == "complete":
-            meta = layout.read_json(sweep_dir / pid / layout.POINT_FILE) or {}
-            source = sweep_dir / pid if meta.get("reused_from") else None
+        r = records[pid]
+        if r.status == "complete":
+            source = r.dir if r.point.get("reused_from") else None
         else:
             source = found.get(pid)
         values = run_values(source, objective) if source is not None else ()
@@ -161,11 +162,9 @@ def warm_starts(
     return out
 
 
-def _timings(d: Path, point_id: str) -> dict[str, Any]:
-    return (layout.read_json(d / point_id / layout.POINT_FILE) or {}).get("timings") or {}
-
-
-def accounting(state: ModelState[Any], sweep_dir: Path, repetitions: int = 1) -> Accounting | None:
+def accounting(
+    state: ModelState[Any], records: layout.Records, repetitions: int = 1
+) -> Accounting | None:
     """Restarts and seconds of the search against the full grid, from the recorded load times
     (of the runs that restarted) and bench times; None before any run has both. A run counts its
     own bench time (more repetitions, or one when the first put the point clearly out:
@@ -176,13 +175,12 @@ def accounting(state: ModelState[Any], sweep_dir: Path, repetitions: int = 1) ->
     failed: dict[str, float] = {}
     for rnd in state.rounds:
         for p in rnd.failed:  # its seconds to failure: the load it spent, on a real host
-            record = layout.read_json(sweep_dir / p.point_id / layout.FAILURE_FILE)
-            wall = ((record or {}).get("timings") or {}).get("wall_s")
+            wall = (records[p.point_id].failure.get("timings") or {}).get("wall_s")
             failed[p.point_id] = float(wall) if isinstance(wall, (int, float)) else 0.0
         for run in rnd.runs:
             if run.point.point_id in failed:
                 continue
-            t = _timings(sweep_dir, run.point.point_id)
+            t = records[run.point.point_id].point.get("timings") or {}
             if t.get("restarted") and isinstance(t.get("load_s"), (int, float)):
                 loads.setdefault(run.point.point_id, float(t["load_s"]))
             if isinstance(t.get("bench_s"), (int, float)):
@@ -198,7 +196,7 @@ def accounting(state: ModelState[Any], sweep_dir: Path, repetitions: int = 1) ->
 
 
 def search_info(
-    sweep_dir: Path,
+    records: layout.Records,
     strat: ModelSearch,
     started: float,
     state: ModelState[Any],
@@ -250,7 +248,7 @@ def search_info(
     v = state.verdict
     if v is not None:
         info["verdict"] = {**dataclasses.asdict(v), "next": list(v.next)}
-    acc = accounting(state, sweep_dir, repetitions) if state.done else None
+    acc = accounting(state, records, repetitions) if state.done else None
     if acc is not None:
         info["cost"] = {
             "line": acc.line(),

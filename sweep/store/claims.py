@@ -52,7 +52,7 @@ def _holder(sweep_dir: Path, point_id: str, generation: int) -> str:
 def _failed_this_run(sweep_dir: Path, point_id: str) -> bool:
     runs = (layout.read_sweep(sweep_dir) or {}).get("runs") or [{}]
     started = float(runs[-1].get("started") or 0)
-    return started > 0 and layout.failed_since(sweep_dir, point_id, started)
+    return 0 < started <= layout.recorded(sweep_dir, [point_id])[point_id].failed_at
 
 
 def _retry_here(sweep_dir: Path, point_id: str, host: str, generations: int) -> bool:

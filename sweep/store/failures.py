@@ -232,13 +232,6 @@ def failure_of(point: Point, record: Mapping[str, Any]) -> Failure | None:
     return Failure(point, str(cause), str(record.get("host_class") or ""), flags)
 
 
-def _recorded(sweep_dir: Path, point: Point) -> Failure | None:
-    """The failure the point's failure.json in `sweep_dir` records, when its cause teaches."""
-    return failure_of(
-        point, layout.read_json(sweep_dir / point.point_id / layout.FAILURE_FILE) or {}
-    )
-
-
 def _from_store(entry: Mapping[str, Any], points: Mapping[str, Point]) -> Failure | None:
     server = entry.get("server") or {}
     try:
@@ -259,6 +252,7 @@ def _from_store(entry: Mapping[str, Any], points: Mapping[str, Point]) -> Failur
 
 def learn(
     sweep_dir: Path,
+    records: layout.Records,
     points: Sequence[Point],
     identities: Mapping[str, Mapping[str, Any]],
     classes: Collection[str],
@@ -266,23 +260,23 @@ def learn(
     started: float,
     until: float | None = None,
 ) -> Lessons:
-    """The lessons for `points` in `sweep_dir`: its failures that teach (with `fresh`, only
-    those of this invocation, from `started` on) and the store's verdicts under the points'
-    edges (none with `fresh`). `classes`: the hardware classes of the sweep's hosts; a failure on
-    one class rules points out only when every host is of that class ("" : unknown, any).
+    """The lessons for `points` in `sweep_dir` (`records`: their directories, layout.recorded):
+    its failures that teach (with `fresh`, only those of this invocation, from `started` on) and
+    the store's verdicts under the points' edges (none with `fresh`). `classes`: the hardware
+    classes of the sweep's hosts; a failure on one class rules points out only when every host
+    is of that class ("" : unknown, any).
     `until`: only the failures that ended before it (a search's: it learns from this
     invocation's as they come, for_search)."""
     by_id = {p.point_id: p for p in points}
     taught: list[Failure] = []
     failed: set[str] = set()
     for p in points:
-        if layout.point_status(sweep_dir, p.point_id) != "failed":
+        r = records[p.point_id]
+        if r.status != "failed" or (fresh and r.failed_at < started):
             continue
-        if fresh and not layout.failed_since(sweep_dir, p.point_id, started):
+        if until is not None and r.failed_at >= until:
             continue
-        if until is not None and layout.failed_since(sweep_dir, p.point_id, until):
-            continue
-        f = _recorded(sweep_dir, p)
+        f = failure_of(p, r.failure)
         if f is not None:
             taught.append(f)
             failed.add(p.point_id)
@@ -331,6 +325,7 @@ def _flags_of(
 
 def for_search(
     sweep_dir: Path,
+    records: layout.Records,
     points: Sequence[Point],
     identities: Mapping[str, Mapping[str, Any]],
     classes: Collection[str],
@@ -340,12 +335,12 @@ def for_search(
     """A search's exclusions (sweep/search/model_search.py replay): the points ruled out or failed
     for good before this invocation, and the rule by which a failure of this invocation rules out
     the points after it."""
-    before = learn(sweep_dir, points, identities, classes, fresh, started, until=started)
+    before = learn(sweep_dir, records, points, identities, classes, fresh, started, until=started)
     by_id = {p.point_id: p for p in points}
     flags_of = _flags_of(identities)
 
     def rules(pid: str) -> frozenset[str]:
-        f = _recorded(sweep_dir, by_id[pid]) if pid in by_id else None
+        f = failure_of(by_id[pid], records[pid].failure) if pid in by_id else None
         if f is None or not _applies(f, classes):
             return frozenset()
         return frozenset(ruled_out(points, [f], flags_of))

@@ -77,6 +77,14 @@ def test_failure_then_success(tmp_path: Path) -> None:
     assert failure["host_class"] == ""  # the second attempt's host published none
     assert failure["journal"] == ["a", "b"]
     assert layout.point_status(sweep, "p") == "failed"
+    # the plan's one reading of the directories (layout.recorded) says the same
+    (sweep / "q").mkdir()
+    (sweep / "q" / "failure.json").write_text("{not json")  # unreadable: failed all the same
+    seen = layout.recorded(sweep, ["p", "q", "r"])
+    assert (seen["p"].dir, seen["p"].failure["attempt"]) == (sweep / "p", 2)
+    assert seen["p"].failed_at == failure["timings"]["finished"] > 0
+    assert [seen[x].status for x in "pqr"] == ["failed", "failed", "pending"]
+    assert (seen["q"].failure, seen["q"].failed_at, seen["r"].point) == ({}, 0.0, {})
     record.finish_point(sweep, archive(tmp_path, 100.0, 4.0), info("p", SERVER, 0.0))
     assert layout.point_status(sweep, "p") == "complete"
     assert not (sweep / "p" / "failure.json").exists()
