@@ -7,10 +7,10 @@ the objective's value (sweep/config/objectives.py) is compared with the sweep's 
 same point and cell, measured on the same hardware class, by the project's own test
 (sweep/results/stats.py compare_repetitions, Welch's: the canary's repetitions are not the sweep's):
 
-- a shortfall: the canary is worse than the sweep's figure by more than `tolerance` (5 % by
-  default), significantly: Welch's two-sided t-test at 5 % of the canary's values against the
-  sweep's scaled by 1 - tolerance (1 + tolerance for a lower-is-better objective) finds them
-  different, in the bad direction;
+- a shortfall: the canary's mean is worse than the sweep's by more than `tolerance` (5 %), and
+  Welch's two-sided t-test at 5 % against the sweep's values scaled by 1 - tolerance (1 + for a
+  lower-is-better objective) says if it is significant. Either fails (the canary must reproduce):
+  with two runs a side, a sweep whose runs differ by >12 % leaves a x4 slowdown not significant;
 - the greedy-output check (sweep/store/greedy.py): the canary's temperature-0 answers against the
   sweep's baseline of the same class, as any point's are.
 
@@ -159,7 +159,9 @@ def _compare(
         worse = canary_est.mean < statistics.fmean(floor)
     else:
         worse = canary_est.mean > statistics.fmean(floor)
-    shortfall = bool(test.significant and worse)
+    significant = bool(test.significant and worse)
+    kind = "a significant shortfall" if significant else "a shortfall"
+    unsure = "" if significant else ", not significant (more runs: deploy_canary_repetitions)"
     ratio = canary_est.mean / sweep_est.mean if sweep_est.mean else None
     summary = (
         f"{obj.name} {canary_est.mean:.4g} {obj.unit} (n={canary_est.n}) against the sweep's "
@@ -173,7 +175,8 @@ def _compare(
         "ratio": ratio,
         "p_value": test.p_value,
         "tolerance": tolerance,
-        "shortfall": shortfall,
+        "shortfall": worse,
+        "significant": significant,
         "summary": summary,
-        "why": f"a significant shortfall beyond {tolerance:.0%}: {summary}" if shortfall else "",
+        "why": f"{kind} beyond {tolerance:.0%}{unsure}: {summary}" if worse else "",
     }

@@ -1,7 +1,7 @@
 """sweep.rollout.canary: the canary's verification bench against the sweep's figures for the
-deployed point on the same hardware class: a significant shortfall beyond the tolerance, or a failed
-greedy-output check, fails it; a class the sweep never measured the point on is refused unless
-allowed."""
+deployed point on the same hardware class: a shortfall beyond the tolerance, significant or not,
+or a failed greedy-output check, fails it; a class the sweep never measured the point on is
+refused unless allowed."""
 
 from __future__ import annotations
 
@@ -60,6 +60,19 @@ def test_a_significant_shortfall_beyond_the_tolerance_fails(sweep: Path, tmp_pat
     assert check(sweep, verification(tmp_path, [144.0, 144.5]))["ok"]
     # a looser tolerance lets the slow one pass
     assert check(sweep, verification(tmp_path, [120.0, 121.0]), tolerance=0.25)["ok"]
+
+
+def test_a_slowdown_too_noisy_to_be_significant_fails(sweep: Path, tmp_path: Path) -> None:
+    # two sweep runs 20 % apart: Welch's test has ~1 degree of freedom and a x4 slowdown gets p ~0.1
+    noisy = tmp_path / "noisy"
+    _rep_point(noisy, "spec", [150.0, 120.0])
+    out = canary.check(noisy, verification(tmp_path, [34.0, 33.0]), "spec", CELL, "", THROUGHPUT)
+    assert out["p_value"] > 0.05 and not out["significant"]
+    assert not out["ok"] and out["shortfall"] and out["ratio"] < 0.3
+    assert out["line"].startswith("canary FAILED: a shortfall beyond 5%, not significant (")
+    # the same canary against a consistent sweep: significant
+    significant = check(sweep, verification(tmp_path, [34.0, 33.0]))
+    assert significant["significant"] and "a significant shortfall" in significant["line"]
 
 
 def test_outputs_that_differ_from_the_baseline_fail(sweep: Path, tmp_path: Path) -> None:
