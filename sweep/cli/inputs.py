@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from bench.more_repetitions import MAX_REPETITIONS
 from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
 from bench.workload import NATURAL
+from sweep import layout
 from sweep.config import load, workload
 from sweep.config.params import (
     SweepInputError,
@@ -315,10 +316,15 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             )
     else:
         strategy = search_strategy(cli, ranked, len(hosts))
-    name = cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench)
-    name = str(name)
+    name = str(cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench))
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
+    previous = layout.read_sweep(results / name)
+    if previous and previous.get("bench") != bench:
+        raise SweepInputError(
+            f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
+            f"now {json.dumps(bench)}. Use another sweep_name (or remove {results / name})."
+        )
     stop = as_bool(
         "stop_on_failure",
         cli.get("stop_on_failure"),

@@ -6,7 +6,6 @@ online planner (sweep/cli/planner.py) recomputes it whenever a host asks for its
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,36 +149,37 @@ def make_plan(inp: dict[str, Any]) -> Plan:
         raise SweepInputError("no hosts to run the sweep on (is the host group empty?)")
     # after the name, which is the points' as given: the pins are the host set's
     points = pin_baselines(given.points, given.hosts, given.classes)
+    same = same_servers(points, given.block_size)
+    # read once, for the search's steps and the sweep's plan after it
+    records = layout.recorded(given.sweep_dir, [p.point_id for p in points])
+    identities = store.point_identities(points, given.capabilities, given.bench, given.by_class)
+    known: Known = (records, same, identities)
     if given.search == "grid":
-        plan = _sweep_plan(given, points)
+        plan = _sweep_plan(given, points, known)
         plan.final = not plan.pending
     else:
-        plan = _search_plan(given, points)
+        plan = _search_plan(given, points, known)
     plan.dataset = given.dataset
     return plan
 
 
-def _sweep_plan(inp: Inputs, points: list[Point], records: layout.Records | None = None) -> Plan:
-    """The plan of `points` in the sweep's directory with its bench parameters (`records`: the
-    points' directories when the caller read them already, layout.recorded)."""
-    name, sweep_dir, bench = inp.name, inp.sweep_dir, inp.bench
-    previous = layout.read_sweep(sweep_dir)
-    if previous and previous.get("bench") != bench:
-        raise SweepInputError(
-            f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
-            f"now {json.dumps(bench)}. Use another sweep_name (or remove {sweep_dir})."
-        )
-    if records is None:
-        records = layout.recorded(sweep_dir, [p.point_id for p in points])
+# what make_plan read of every point: its directory, its twin (same_servers), its identity
+Known = tuple[layout.Records, dict[str, tuple[str, str]], dict[str, dict[str, Any]]]
+
+
+def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
+    """The plan of `points` in the sweep's directory with its bench parameters."""
+    records, same, every = known
+    ids = [p.point_id for p in points]
+    same = {pid: twin for pid, twin in same.items() if pid in ids}
+    identities = {pid: every[pid] for pid in ids if pid in every}
     status: dict[str, str] = {p.point_id: records[p.point_id].status for p in points}
-    same = same_servers(points, inp.block_size)
     for pid in same:
         if status[pid] != "complete":
             status[pid] = "same"
-    identities = store.point_identities(points, inp.capabilities, bench, inp.by_class)
     host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     lessons = failures.learn(
-        sweep_dir, records, points, identities, host_classes, inp.fresh, inp.started
+        inp.sweep_dir, records, points, identities, host_classes, inp.fresh, inp.started
     )
     for pid in lessons.ruled:
         if status[pid] not in ("complete", "same"):
@@ -187,12 +187,12 @@ def _sweep_plan(inp: Inputs, points: list[Point], records: layout.Records | None
     todo = {
         p: i for p, i in identities.items() if status[p] not in ("complete", "same", "ruled_out")
     }
-    reuse = {} if inp.fresh else store.earlier(sweep_dir, todo)
+    reuse = {} if inp.fresh else store.earlier(inp.sweep_dir, todo)
     status.update(dict.fromkeys(reuse, "reused"))
     return Plan(
-        name,
-        sweep_dir,
-        bench,
+        inp.name,
+        inp.sweep_dir,
+        inp.bench,
         points,
         status,
         inp.hosts,
@@ -206,7 +206,7 @@ def _sweep_plan(inp: Inputs, points: list[Point], records: layout.Records | None
     )
 
 
-def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
+def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     """The model search now: its pending runs, with the baseline and the warm starts to adopt;
     when it is over (or stopped), every point it measured, final."""
     from sweep.search import search_rounds
@@ -214,18 +214,16 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     strat, objective = inp.strategy, inp.ranked
     assert strat is not None  # read_inputs made it: search=model
     sweep_dir, bench = inp.sweep_dir, inp.bench
+    records, twins, every = known
     # a point that starts the same server as another is not an axis of the search: it is not
     # searched, and gets its twin's measurement when that one is final
-    twins = same_servers(points, inp.block_size)
     searched = [p for p in points if not p.is_baseline and p.point_id not in twins]
     baseline = [p for p in points if p.is_baseline]
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
-    # every point's directory, read once for the search's steps and the sweep's plan after it
-    records = layout.recorded(sweep_dir, [p.point_id for p in points])
     measured = search_rounds.measurements(searched, records, objective, since)
-    identities = store.point_identities(searched, inp.capabilities, bench, inp.by_class)
+    identities = {p.point_id: every[p.point_id] for p in searched if p.point_id in every}
     # warm starts: the points measured before under the same identity, in the sweep or the store
     found = {} if inp.fresh else store.earlier(sweep_dir, identities)
     warm = search_rounds.warm_starts(searched, records, objective, found)
@@ -246,7 +244,7 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
     )
     if state.pending and not stopped:
         todo = [r.point for r in state.pending] + baseline + adopt
-        plan = _sweep_plan(inp, todo, records)
+        plan = _sweep_plan(inp, todo, known)
         rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
         plan.more = rule.to_json() if rule is not None else None
     else:
@@ -254,7 +252,7 @@ def _search_plan(inp: Inputs, points: list[Point]) -> Plan:
         finals += [p for p in adopt if p not in finals]
         final_ids = {p.point_id for p in finals}
         finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
-        plan = _sweep_plan(inp, finals + baseline, records)
+        plan = _sweep_plan(inp, finals + baseline, known)
         plan.final = True
         plan.stopped = stopped
     plan.search = info

@@ -14,7 +14,7 @@ The report never calls a point that fails a winner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,7 @@ class Verdict:
         return self.identical / self.compared if self.compared else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "point": self.point,
-            "status": self.status,
-            "baseline": self.baseline,
-            "compared": self.compared,
-            "identical": self.identical,
-            "identical_share": self.identical_share,
-            "mean_common_prefix": self.mean_common_prefix,
-            "mean_prefix_share": self.mean_prefix_share,
-            "why": self.why,
-        }
+        return {**asdict(self), "identical_share": self.identical_share}
 
     def figures(self) -> str:
         if not self.compared:

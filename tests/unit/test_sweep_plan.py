@@ -259,3 +259,39 @@ def test_a_plan_parses_its_inputs_once(tmp_path: Path, monkeypatch: pytest.Monke
     given = inputs.read_inputs(plan_input(tmp_path, ["h1", "h2"], budget="4,8", search="model"))
     assert given.strategy is not None and given.strategy.batch == 2  # a point a host each round
     assert not hasattr(given, "cli") and not hasattr(given, "inventory")
+
+
+def test_a_search_plan_reads_each_point_once_and_checks_the_bench_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search's steps and the sweep's plan after them share one reading of every point's
+    identity and twin; a rerun with other bench parameters is refused before the search replays."""
+    from sweep.search import search_rounds
+
+    calls = {"identities": 0, "same": 0}
+    identities, same = plan.store.point_identities, plan.same_servers
+
+    def counted(key: str, fn: object) -> object:
+        def call(*a: object, **k: object) -> object:
+            calls[key] += 1
+            return fn(*a, **k)  # type: ignore[operator]
+
+        return call
+
+    monkeypatch.setattr(plan.store, "point_identities", counted("identities", identities))
+    monkeypatch.setattr(plan, "same_servers", counted("same", same))
+    cli = {"budget": "4,8,16", "topk": "1,4", "search": "model", "sweep_name": "s"}
+    first = make_plan(plan_input(tmp_path, ["h1"], **cli))
+    assert calls == {"identities": 1, "same": 1}
+    assert first.points and first.search is not None
+    plan.record_run(first)
+
+    def replay(*a: object, **k: object) -> None:
+        raise AssertionError("the search replayed before the bench parameters were checked")
+
+    monkeypatch.setattr(search_rounds, "replay", replay)
+    with pytest.raises(SweepInputError, match="another sweep_name"):
+        make_plan(plan_input(tmp_path, ["h1"], **cli, contexts="1024"))
+    # sweep.yml's first play (`sweep check`) refuses it before any host is contacted
+    with pytest.raises(SweepInputError, match="was run with bench parameters"):
+        inputs.read_inputs(plan_input(tmp_path, ["h1"], **cli, contexts="1024"))
