@@ -5,7 +5,7 @@ The canary runs a short verification bench of the chosen cell: the sweep's own b
 (the same workload, prompts and greedy set) for that one cell, fewer repetitions. Per repetition
 the objective's value (sweep/config/objectives.py) is compared with the sweep's repetitions of the
 same point and cell, measured on the same hardware class, by the project's own test
-(sweep/results/stats.py compare_repetitions, Welch's: the canary's repetitions are not the sweep's):
+(sweep/results/stats.py welch: the canary's repetitions do not pair with the sweep's):
 
 - a shortfall: the canary's mean is worse than the sweep's by more than `tolerance` (5 %), and
   Welch's two-sided t-test at 5 % against the sweep's values scaled by 1 - tolerance (1 + for a
