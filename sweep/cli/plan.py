@@ -170,9 +170,9 @@ Known = tuple[layout.Records, dict[str, tuple[str, str]], dict[str, dict[str, An
 def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     """The plan of `points` in the sweep's directory with its bench parameters."""
     records, same, every = known
-    ids = [p.point_id for p in points]
+    ids = {p.point_id for p in points}
     same = {pid: twin for pid, twin in same.items() if pid in ids}
-    identities = {pid: every[pid] for pid in ids if pid in every}
+    identities = {p.point_id: every[p.point_id] for p in points if p.point_id in every}
     status: dict[str, str] = {p.point_id: records[p.point_id].status for p in points}
     for pid in same:
         if status[pid] != "complete":
