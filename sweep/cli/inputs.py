@@ -260,6 +260,11 @@ class Inputs:
     capabilities: dict[str, Any] = field(default_factory=dict)  # the first host's build's
     block_size: int = 16  # the drafter's: some builds start the same server for several points
 
+    @property
+    def host_classes(self) -> list[str]:
+        """Each host's hardware class, in the hosts' order ("" where none was published)."""
+        return [self.classes.get(h, "") for h in self.hosts]
+
 
 def read_inputs(inp: dict[str, Any]) -> Inputs:
     """The checks that need no host (SweepInputError naming the first bad value): run by

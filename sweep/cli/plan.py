@@ -177,9 +177,8 @@ def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     for pid in same:
         if status[pid] != "complete":
             status[pid] = "same"
-    host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     lessons = failures.learn(
-        inp.sweep_dir, records, points, identities, host_classes, inp.fresh, inp.started
+        inp.sweep_dir, records, points, identities, inp.host_classes, inp.fresh, inp.started
     )
     for pid in lessons.ruled:
         if status[pid] not in ("complete", "same"):
@@ -227,9 +226,8 @@ def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     # warm starts: the points measured before under the same identity, in the sweep or the store
     found = {} if inp.fresh else store.earlier(sweep_dir, identities)
     warm = search_rounds.warm_starts(searched, records, objective, found)
-    host_classes = [inp.classes.get(h, "") for h in inp.hosts]
     excluded, rules = failures.for_search(
-        sweep_dir, records, searched, identities, host_classes, inp.fresh, since
+        sweep_dir, records, searched, identities, inp.host_classes, inp.fresh, since
     )
     try:
         memory = search_rounds.memory_of(sweep_dir)
