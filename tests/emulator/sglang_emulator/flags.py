@@ -9,6 +9,7 @@ Source references are to the unpacked wheels, cache/sglang-releases/VERSION/sgla
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -269,9 +270,8 @@ def _resolve_algorithm(a: dict[str, Any], version: str) -> str | None:
 def resolve(ns: argparse.Namespace, settings: Settings, argv: list[str]) -> dict[str, Any]:
     """Resolved server arguments (what /server_info reports); raises ValueError like SGLang."""
     version = settings.version
-    a: dict[str, Any] = {
-        FIELD_OF_DEST.get(k, k): v for k, v in vars(ns).items() if k in _dests(version)
-    }
+    dests = _dests(version)
+    a: dict[str, Any] = {FIELD_OF_DEST.get(k, k): v for k, v in vars(ns).items() if k in dests}
     if a["tokenizer_path"] is None:
         a["tokenizer_path"] = a["model_path"]
     if a["served_model_name"] is None:
@@ -313,8 +313,9 @@ def resolve(ns: argparse.Namespace, settings: Settings, argv: list[str]) -> dict
     return a
 
 
-def _dests(version: str) -> set[str]:
-    return {a.dest for a in build_parser(version)._actions if a.option_strings} - {"help"}
+@functools.cache
+def _dests(version: str) -> frozenset[str]:
+    return frozenset(a.dest for a in build_parser(version)._actions if a.option_strings) - {"help"}
 
 
 def launch_command(argv: list[str]) -> str:
