@@ -152,7 +152,10 @@ def test_timings_and_accept_length_match_ground_truth(
 
 
 def test_exact_context_lengths_per_category_and_metrics_diff(start_emulator, model_dirs, tmp_path):
-    emu = start_emulator(_flags(model_dirs, "--enable-metrics", "--api-key", "sekrit-42"))
+    emu = start_emulator(
+        _flags(model_dirs, "--enable-metrics", "--api-key", "sekrit-42"),
+        env={"SGLANG_EMU_TIME_SCALE": "0.25"},
+    )
     out = tmp_path / "out"
     rc = _run(
         f"http://127.0.0.1:{emu.port}",
@@ -343,9 +346,11 @@ def test_killed_run_resumes_with_only_missing_cells(start_emulator, model_dirs, 
 
 
 def _greedy_only(url: str, out: Path, *extra: str) -> dict[str, Any]:
-    """The greedy-output check's answers (and one tiny chat cell, which a run needs)."""
+    """The greedy-output check's answers (and one tiny chat cell, which a run needs), 16 tokens
+    each: the emulator's diverge knob departs after 4."""
     args = ["--contexts", "natural", "--concurrency", "1", "--output-len", "4"]
-    args += ["--min-requests", "1", "--requests-per-slot", "1", "--warmup", "0", *extra]
+    args += ["--min-requests", "1", "--requests-per-slot", "1", "--warmup", "0"]
+    args += ["--greedy-max-tokens", "16", *extra]
     assert _run(url, out, *args) == 0
     return json.loads((out / "greedy.json").read_text())
 
