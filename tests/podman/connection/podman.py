@@ -2,7 +2,9 @@
 # containers.podman.podman with pipelining. Its upstream plugin never passes `podman exec -i`, so
 # a module sent on stdin would not arrive, and it turns pipelining off; with -i it works, and each
 # task then costs one `podman exec` instead of three (temporary directory, module, clean-up).
-# Starting podman is what a test task mostly spends its CPU on, on these 2-core machines.
+# Starting podman is what a test task mostly spends its CPU on, on these 2-core machines, so even
+# that one is shared: commands go through one long-lived `podman exec` per container
+# (tests/podman/mux.py), and the container is mounted only for a file copied.
 # Ansible reads DOCUMENTATION from the source before the imports.
 # ruff: noqa: E402
 from __future__ import annotations
@@ -57,21 +59,58 @@ DOCUMENTATION = """
           - name: ansible_pipelining
 """
 
+import importlib.util
+import os
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleConnectionFailure
+from ansible.module_utils.common.process import get_bin_path
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.connection import ensure_connect
 from ansible_collections.containers.podman.plugins.connection.podman import (
     Connection as PodmanConnection,
 )
 
+# tests/podman/mux.py: one `podman exec` per container, shared by every task (a plugin directory
+# holds plugins only, so it is loaded from its path). ANSIBLE_PODMAN_MUX=0 turns it off.
+_spec = importlib.util.spec_from_file_location(
+    "podman_mux", Path(__file__).resolve().parent.parent / "mux.py"
+)
+assert _spec is not None and _spec.loader is not None
+mux = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mux)
+
 
 class Connection(PodmanConnection):
     transport = "podman"
     has_pipelining = True
+
+    def _connect(self) -> Connection:
+        # Upstream mounts the container's filesystem at every task's connect, for put_file and
+        # fetch_file alone: a second podman start per task. Pipelined modules need no mount, so it
+        # waits for the first file copied (_mounted).
+        super(PodmanConnection, self)._connect()
+        self._connected = True
+        self._mount_tried = False
+        return self
+
+    def _mounted(self) -> None:
+        if not self._mount_tried:
+            self._mount_tried = True
+            super()._connect()
+
+    @ensure_connect
+    def put_file(self, in_path: str, out_path: str) -> None:
+        self._mounted()
+        super().put_file(in_path, out_path)
+
+    @ensure_connect
+    def fetch_file(self, in_path: str, out_path: str) -> None:
+        self._mounted()
+        super().fetch_file(in_path, out_path)
 
     @ensure_connect
     def exec_command(self, cmd: str, in_data: bytes | None = None, sudoable: bool = False) -> Any:
@@ -82,6 +121,15 @@ class Connection(PodmanConnection):
         if self.user:
             exec_args.extend(("--user", self.user))
         args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
+        if not self.user and os.environ.get("ANSIBLE_PODMAN_MUX", "1") != "0":
+            podman = [get_bin_path(self.get_option("podman_executable"))]
+            podman += shlex.split(self.get_option("podman_extra_args") or "")
+            try:
+                done = mux.run_command(podman, self._container_id, args, in_data)
+            except mux.LostCommand as exc:
+                raise AnsibleConnectionFailure(str(exc)) from exc
+            if done is not None:
+                return done
         rc, stdout, stderr = self._podman(exec_args, args, in_data)
         # A container that is gone is an unreachable host, as a dead host is over SSH (rc 255);
         # without pipelining the temporary directory's failure said so, with it nothing would.
