@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,14 +33,16 @@ exec "$@"
 
 
 @pytest.fixture
-def mux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def mux(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     spec = importlib.util.spec_from_file_location("podman_mux", ROOT / "tests/podman/mux.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     # the agent runs here, not in a container: the interpreter it names may be absent
     monkeypatch.setattr(module, "AGENT_PYTHON", os.environ.get("PYTHON", "python3"))
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    # a Unix socket's path has at most 107 bytes, and pytest's own temporary paths can be longer
+    short = Path(tempfile.mkdtemp(prefix="mux", dir="/tmp"))
+    monkeypatch.setattr("tempfile.tempdir", str(short))
     yield module
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -46,9 +50,10 @@ def mux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            ours = any(str(tmp_path).encode() in a for a in argv[:3])
+            ours = any(str(short).encode() in a for a in argv[:3])
             if ours and b"mux.py" in b" ".join(argv[:2]):
                 os.kill(int(proc.name), signal.SIGKILL)
+    shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture
