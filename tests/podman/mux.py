@@ -2,20 +2,21 @@
 per host (tests/podman/connection/podman.py uses it).
 
 Starting `podman exec` costs about 0.17 CPU-s (podman, conmon, the runtime's exec), more than the
-module it runs; a playbook of 40 tasks spends 7 CPU-s on it. Here one long-lived `podman exec -i`
-runs a small agent inside the container, and a multiplexer on the controller holds its pipes and
-listens on a Unix socket. A task's command goes over the socket, the agent starts it with the same
+module it runs: a no-change run of sglang_server makes 24 of them, about 4 CPU-s. Here one
+long-lived `podman exec -i` runs a small agent inside the container, and a multiplexer on the
+controller holds its pipes and listens on a Unix socket. A task's command goes over the socket, the agent starts it with the same
 argv, stdin, environment and working directory that `podman exec` would have given it, and sends
 back its status and output. Several commands may run at once (an async task beside others).
 
     python3 mux.py SOCKET PODMAN [PODMAN-ARG ...]   the multiplexer (run_command starts it)
 
 The multiplexer binds its socket only once the agent has answered, removes it when the agent ends
-(the container stopped or was removed), and exits after IDLE_SECONDS without a command. Where no
-multiplexer can be reached or started, run_command returns None and the caller runs `podman exec`
-itself (the multiplexer acknowledges a command once the agent has it: one not acknowledged never
-ran); a command whose answer was lost raises LostCommand (it may have run), as a container that
-vanished mid-task would have failed the task.
+(the container stopped or was removed), and exits after IDLE_SECONDS without a command
+(PODMAN_MUX_IDLE_SECONDS in its environment). Where no multiplexer can be reached or started,
+run_command returns None and the caller runs `podman exec` itself (the multiplexer acknowledges a
+command once the agent has it: one not acknowledged never ran); a command whose answer was lost
+raises LostCommand (it may have run), as a container that vanished mid-task would have failed the
+task.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def pump(fd, buf):
 def run(req):
     ident, data = req["id"], req.get("stdin")
     try:
+        # a session of its own: a command that signals its process group spares the agent
         proc = subprocess.Popen(req["argv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE)
+                                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                                start_new_session=True)
     except OSError as exc:
         rc = 127 if isinstance(exc, FileNotFoundError) else 126
         why = base64.b64encode(str(exc).encode()).decode()
@@ -230,50 +233,54 @@ class _Mux:
                 self.path.unlink()
 
     def serve(self, client: socket.socket) -> None:
-        with client, client.makefile("rwb") as f:
-            request = _read(f)
-            if request is None:
-                return
-            answer: queue.Queue[dict[str, Any] | None] = queue.Queue()
-            with self.lock:
-                ident, self.next_id = self.next_id, self.next_id + 1
-                self.waiting[ident] = answer
-                self.busy += 1
-                try:
-                    _send(self.to_agent, {**request, "id": ident})
-                except OSError:
-                    self.waiting.pop(ident, None)
-                    self.busy -= 1
+        """One client's command (counted busy by the caller, from its accept)."""
+        try:
+            with client, client.makefile("rwb") as f:
+                request = _read(f)
+                if request is None:
                     return
-            with contextlib.suppress(OSError):
-                _send(f, {"ack": ident})
-            reply = answer.get()
+                answer: queue.Queue[dict[str, Any] | None] = queue.Queue()
+                with self.lock:
+                    ident, self.next_id = self.next_id, self.next_id + 1
+                    self.waiting[ident] = answer
+                    try:
+                        _send(self.to_agent, {**request, "id": ident})
+                    except OSError:
+                        self.waiting.pop(ident, None)
+                        return
+                with contextlib.suppress(OSError):
+                    _send(f, {"ack": ident})
+                reply = answer.get() or {"error": "the container's agent ended"}
+                with contextlib.suppress(OSError):
+                    _send(f, reply)
+        finally:
             with self.lock:
                 self.busy -= 1
                 self.last = time.monotonic()
-            with contextlib.suppress(OSError):
-                _send(f, reply if reply is not None else {"error": "the container's agent ended"})
 
 
 def serve(path: Path, argv: list[str]) -> int:
+    idle_seconds = float(os.environ.get("PODMAN_MUX_IDLE_SECONDS", IDLE_SECONDS))
     agent = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     mux = _Mux(path, agent)
     if _read(mux.from_agent) is None:
         return 1
     server = mux.listen()
     threading.Thread(target=mux.answers, daemon=True).start()
-    server.settimeout(5.0)
+    server.settimeout(min(5.0, idle_seconds))
     while True:
         try:
             client, _ = server.accept()
         except TimeoutError:
             with mux.lock:
-                idle = mux.busy == 0 and time.monotonic() - mux.last > IDLE_SECONDS
+                idle = mux.busy == 0 and time.monotonic() - mux.last > idle_seconds
             if idle:
                 mux.close()
                 agent.kill()
                 return 0
             continue
+        with mux.lock:
+            mux.busy += 1
         threading.Thread(target=mux.serve, args=(client,), daemon=True).start()
 
 

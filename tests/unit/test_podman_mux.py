@@ -131,3 +131,19 @@ def test_an_agent_that_ends_mid_command_loses_that_command_and_the_next_starts_a
     assert not path.exists()
     assert mux.run_command(podman, "c1", ["echo", "again"], None) == (0, b"again\n", b"")
     assert len(starts(podman)) == 2
+
+
+def test_an_idle_multiplexer_ends_and_the_next_command_starts_another(mux, podman, monkeypatch):
+    monkeypatch.setenv("PODMAN_MUX_IDLE_SECONDS", "0.5")
+    assert mux.run_command(podman, "c1", ["true"], None) == (0, b"", b"")
+    path = mux.socket_path(podman, "c1")
+    assert path.exists()
+    # busy past the idle time: a running command keeps it
+    assert mux.run_command(podman, "c1", ["sleep", "1.2"], None) == (0, b"", b"")
+    assert len(starts(podman)) == 1
+    deadline = time.monotonic() + 5
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not path.exists()
+    assert mux.run_command(podman, "c1", ["true"], None) == (0, b"", b"")
+    assert len(starts(podman)) == 2
