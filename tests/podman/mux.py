@@ -2,12 +2,12 @@
 per host (tests/podman/connection/podman.py uses it).
 
 Starting `podman exec` costs about 0.17 CPU-s (podman, conmon, the runtime's exec), more than the
-module it runs: a no-change run of sglang_server makes 24 of them, about 4 CPU-s. Here one long-
-lived `podman exec -i` runs a small agent inside the container, and a multiplexer on the controller
-holds its pipes and listens on a Unix socket. A task's command goes over the socket, the agent
-starts it with the same argv, stdin, environment and working directory that `podman exec` would have
-given it, and sends back its status and output. Several commands may run at once (an async task
-beside others).
+module it runs: a no-change run of sglang_server makes 24 of them, about 4 CPU-s. Here one
+long-lived `podman exec -i` runs a small agent inside the container, and a multiplexer on the
+controller holds its pipes and listens on a Unix socket. A task's command goes over the socket, the
+agent starts it with the same argv, stdin, environment and working directory that `podman exec`
+would have given it, and sends back its status and output. Several commands may run at once (an
+async task beside others).
 
     python3 mux.py SOCKET PODMAN [PODMAN-ARG ...]   the multiplexer (run_command starts it)
 
