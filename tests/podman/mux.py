@@ -196,7 +196,7 @@ def run_command(
 
 class _Mux:
     def __init__(self, path: Path, agent: subprocess.Popen[bytes]) -> None:
-        self.path, self.agent = path, agent
+        self.path = path
         assert agent.stdin is not None and agent.stdout is not None
         self.to_agent, self.from_agent = agent.stdin, agent.stdout
         self.lock = threading.Lock()

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -38,8 +39,8 @@ def mux(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    # the agent runs here, not in a container: the interpreter it names may be absent
-    monkeypatch.setattr(module, "AGENT_PYTHON", os.environ.get("PYTHON", "python3"))
+    # the agent runs here, not in a container: this interpreter, not the test image's path
+    monkeypatch.setattr(module, "AGENT_PYTHON", sys.executable)
     # a Unix socket's path has at most 107 bytes, and pytest's own temporary paths can be longer
     short = Path(tempfile.mkdtemp(prefix="mux", dir="/tmp"))
     monkeypatch.setattr("tempfile.tempdir", str(short))
