@@ -122,6 +122,9 @@ PY
 # shows the head and the tail of a long log, and the failing task is usually in neither.
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
+# One AnsiballZ cache for every ansible process of this run (tests/podman/connection/podman.py):
+# the modules' sources do not change while it runs, and the directory goes with the run.
+export ANSIBLE_TEST_MODULE_CACHE=$logdir/ansiballz
 # Each scenario's wall time and CPU seconds (scripts/timed.py), printed at the end; make test passes
 # its own file, so that its summary shows them beside the other steps.
 times=${SUITE_TIMES:-$logdir/times.jsonl}

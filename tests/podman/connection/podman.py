@@ -66,6 +66,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ansible import constants as C
 from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.process import get_bin_path
 from ansible.module_utils.common.text.converters import to_native
@@ -82,6 +83,33 @@ _spec = importlib.util.spec_from_file_location(
 assert _spec is not None and _spec.loader is not None
 mux = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mux)
+
+
+def share_module_cache(local_tmp: str, shared: str | None) -> bool:
+    """Point this ansible process's AnsiballZ cache (`local_tmp`/ansiballz_cache) at `shared`.
+
+    Every ansible-playbook process builds each module's zip again in a cache of its own, and the
+    build's import scan is the largest CPU cost of a test task after starting podman. Ansible keys
+    that cache by module name alone, not by contents, so it may be shared only where the sources
+    cannot change under it: scripts/molecule-all.sh hands each run a directory of its own
+    (ANSIBLE_TEST_MODULE_CACHE) and removes it at the end. Ansible's own clean-up of `local_tmp`
+    removes the link, not what it points to. False where nothing is shared: no directory given, or
+    this process built into a cache of its own first (a task on the controller before any here).
+    """
+    if not shared:
+        return False
+    own = os.path.join(local_tmp, "ansiballz_cache")
+    try:
+        os.makedirs(shared, exist_ok=True)
+        os.symlink(shared, own)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    return os.path.realpath(own) == os.path.realpath(shared)
+
+
+share_module_cache(C.DEFAULT_LOCAL_TMP, os.environ.get("ANSIBLE_TEST_MODULE_CACHE"))
 
 
 class Connection(PodmanConnection):
