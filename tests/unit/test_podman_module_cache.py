@@ -1,13 +1,19 @@
-"""The test hosts' connection plugin shares one AnsiballZ cache across a run's ansible processes
-(tests/podman/connection/podman.py share_module_cache): each process's cache becomes a link to the
-run's directory, a process that built a cache of its own first keeps it, and Ansible's clean-up of
-a process's temporary directory leaves the shared one whole."""
+"""The test hosts' connection plugin (tests/podman/connection/podman.py) makes a run's modules
+cheaper. share_module_cache: one AnsiballZ cache across a run's ansible processes, each process's
+cache a link to the run's directory; a process that built a cache of its own first keeps it, and
+Ansible's clean-up of a process's temporary directory leaves the shared one whole.
+compile_module_payloads: the payloads carry bytecode that zipimport runs as it is."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import io
+import pickle
 import shutil
 import sys
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -17,8 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def plugin() -> ModuleType:
+def plugin() -> Iterator[ModuleType]:
+    from ansible.executor import module_common
+
+    init = module_common._CachedModule.__init__
     sys.path.insert(0, str(ROOT / "collections"))
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ANSIBLE_TEST_MODULE_BYTECODE", "0")  # not at import: the test below does it
     try:
         spec = importlib.util.spec_from_file_location(
             "podman_connection", ROOT / "tests/podman/connection/podman.py"
@@ -28,7 +39,10 @@ def plugin() -> ModuleType:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(ROOT / "collections"))
-    return module
+        patch.undo()
+    assert module_common._CachedModule.__init__ is init
+    yield module
+    module_common._CachedModule.__init__ = init  # the test patched Ansible in this process
 
 
 def test_two_processes_build_into_one_directory(plugin: ModuleType, tmp_path: Path) -> None:
@@ -61,3 +75,61 @@ def test_a_cache_built_first_is_kept(plugin: ModuleType, tmp_path: Path) -> None
     assert not plugin.share_module_cache(str(own.parent), str(tmp_path / "shared"))
     assert not own.is_symlink()
     assert (own / "ansible.modules.ping-ZIP_DEFLATED-none").read_text() == "own"
+
+
+def _payload(files: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return base64.b64encode(out.getvalue())
+
+
+def test_a_payload_runs_its_bytecode(plugin: ModuleType, tmp_path: Path) -> None:
+    data = plugin.with_bytecode(
+        _payload({"pkg/__init__.py": "", "pkg/mod.py": "VALUE = 6 * 7\n", "bad.py": "def (:\n"})
+    )
+    src = zipfile.ZipFile(io.BytesIO(base64.b64decode(data)))
+    assert set(src.namelist()) == {
+        "pkg/__init__.py",
+        "pkg/__init__.pyc",
+        "pkg/mod.py",
+        "pkg/mod.pyc",
+        "bad.py",
+    }
+    # the sources replaced by ones that fail: an import that still works ran the bytecode
+    archive = tmp_path / "payload.zip"
+    with zipfile.ZipFile(archive, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(
+                info, b"raise SystemExit(1)\n" if info.filename.endswith(".py") else src.read(info)
+            )
+    sys.path.insert(0, str(archive))
+    try:
+        mod = importlib.import_module("pkg.mod")
+        assert mod.VALUE == 42
+    finally:
+        sys.path.remove(str(archive))
+        for name in ("pkg.mod", "pkg"):
+            sys.modules.pop(name, None)
+
+
+def test_ansible_builds_its_cached_payloads_with_bytecode(
+    plugin: ModuleType, tmp_path: Path
+) -> None:
+    from ansible.executor import module_common
+
+    assert not plugin.compile_module_payloads(False)
+    assert plugin.compile_module_payloads(True)
+    assert not plugin.compile_module_payloads(True)  # once a process
+    built = module_common._CachedModule(
+        zip_data=_payload({"ansible/modules/ping.py": "print('pong')\n"}),
+        metadata=None,
+        source_mapping={},
+    )
+    names = zipfile.ZipFile(io.BytesIO(base64.b64decode(built.zip_data))).namelist()
+    assert names == ["ansible/modules/ping.py", "ansible/modules/ping.pyc"]
+    # its cache file is Ansible's own class, read back as it was written
+    built.dump(str(tmp_path / "ping"))
+    assert module_common._CachedModule.load(str(tmp_path / "ping")) == built
+    assert pickle.loads(pickle.dumps(built)).zip_data == built.zip_data
