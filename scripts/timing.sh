@@ -14,14 +14,22 @@ cd "$(dirname "$0")/.."
 cache=$(mktemp -d)
 log=$(mktemp)
 trap 'rm -rf "$cache" "$log"' EXIT
+# Every process's CPU seconds before and after the first run: a failure then names what else took
+# the CPU while it ran (processes still alive at its end; the tests' own are in the list too).
+cpu_seconds() { ps -eo pid=,times=,args= | awk '{pid=$1; t=$2; $1=""; $2=""; print pid, t, substr($0, 1, 100)}'; }
+before=$(cpu_seconds)
 pytest -m timing -o cache_dir="$cache" -n "${TIMING_JOBS:-8}" --dist load "$@" 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] && exit 0
 first=$(grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/timing: first run: /')
+busy=$(awk 'NR == FNR { was[$1] = $2; next }
+  { d = $2 - (($1 in was) ? was[$1] : 0); if (d >= 2) { $2 = ""; printf "%6d CPU-s %s\n", d, $0 } }' \
+  <(echo "$before") <(cpu_seconds) | sort -rn | head -8 | sed 's/^/timing: busy during the first run: /')
 echo "timing: running the failed tests once more, alone"
 pytest -m timing -o cache_dir="$cache" --last-failed --last-failed-no-failures none "$@" 2>&1 |
   tee "$log"
 rc=${PIPESTATUS[0]}
 echo "$first"
+[ -n "$busy" ] && echo "$busy"
 if [ "$rc" -eq 0 ]; then
   echo "timing: the failed tests passed when run again (first-run failures above)"
 else
