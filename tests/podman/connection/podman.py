@@ -4,7 +4,10 @@
 # task then costs one `podman exec` instead of three (temporary directory, module, clean-up).
 # Starting podman is what a test task mostly spends its CPU on, on these 2-core machines, so even
 # that one is shared: commands go through one long-lived `podman exec` per container
-# (tests/podman/mux.py), and the container is mounted only for a file copied.
+# (tests/podman/mux.py), and the container is mounted only for a file copied. Loading it also
+# makes the modules cheaper in this ansible process, tasks on the controller included: their
+# payloads carry bytecode (compile_module_payloads) and, within one scripts/molecule-all.sh run,
+# are built once for every process (share_module_cache).
 # Ansible reads DOCUMENTATION from the source before the imports.
 # ruff: noqa: E402
 from __future__ import annotations
