@@ -129,12 +129,13 @@ def with_bytecode(zip_data: bytes) -> bytes:
     whose Python reads another bytecode format ignores it and compiles the source as before.
     """
     src = zipfile.ZipFile(io.BytesIO(base64.b64decode(zip_data)))
+    names = set(src.namelist())
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             data = src.read(info)
             dst.writestr(info, data)
-            if info.filename.endswith(".py") and info.filename + "c" not in src.NameToInfo:
+            if info.filename.endswith(".py") and info.filename + "c" not in names:
                 try:
                     code = compile(data, info.filename, "exec", dont_inherit=True)
                 except SyntaxError:
