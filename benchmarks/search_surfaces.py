@@ -10,7 +10,7 @@ surfaces: how many restarts it spends and whether its answer is the grid's.
     .venv/bin/python benchmarks/search_surfaces.py --cover 2     # without the rule of regions left
     .venv/bin/python benchmarks/search_surfaces.py --no-neighbours  # without the best's neighbours
     .venv/bin/python benchmarks/search_surfaces.py --hills 0  # without the hills' neighbours
-    .venv/bin/python benchmarks/search_surfaces.py --wide-confidence 1.5 --wide-likely 1  # one bound
+    .venv/bin/python benchmarks/search_surfaces.py --wide-confidence 1.5 --wide-likely 1  # 1 bound
     .venv/bin/python benchmarks/search_surfaces.py --no-diagonals  # the model's scales on the axes
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
     .venv/bin/python benchmarks/search_surfaces.py --load-seconds 360 --rep-seconds 60  # the costs
