@@ -568,7 +568,10 @@ def test_the_planner_runs_it_counts_twins_once_and_the_report_gives_the_stop(
     assert v["settled"] and v["gain"] <= 0.02 and len(v["next"]) == model_step.NEXT_SHOWN
     out = write_report(d, with_plots=False)
     md = Path(out["report"]).read_text()
-    assert "Model search (tie margin 2.0%, bound at 1.5 sd, max_restarts none)" in md
+    assert (
+        "Model search (tie margin 2.0%, bound at 1.5 sd (2.0 sd for the regions left and the "
+        "hills), max_restarts none)"
+    ) in md
     assert "Settled: by the model no point it did not measure beats the answer" in md
     assert f"- {v['reason']}; next to measure: {', '.join(v['next'])}\n" in md
     assert "settled: no unmeasured point can beat the best by more than 2.0% by the model" in md
