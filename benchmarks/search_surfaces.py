@@ -9,8 +9,6 @@ surfaces: how many restarts it spends and whether its answer is the grid's.
     .venv/bin/python benchmarks/search_surfaces.py --likely 2    # the likely settings' span (3)
     .venv/bin/python benchmarks/search_surfaces.py --cover 2     # without the rule of regions left
     .venv/bin/python benchmarks/search_surfaces.py --no-neighbours  # without the best's neighbours
-    .venv/bin/python benchmarks/search_surfaces.py --hills 0  # without the hills' neighbours
-    .venv/bin/python benchmarks/search_surfaces.py --wide-confidence 1.5 --wide-likely 1  # 1 bound
     .venv/bin/python benchmarks/search_surfaces.py --no-diagonals  # the model's scales on the axes
     .venv/bin/python benchmarks/search_surfaces.py --budget-axis linear  # the budget, not its log
     .venv/bin/python benchmarks/search_surfaces.py --load-seconds 360 --rep-seconds 60  # the costs
@@ -171,27 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unmeasured that the model does not put more than the margin below it)",
     )
     ap.add_argument(
-        "--hills",
-        type=float,
-        default=d.hills,
-        help="not settled while a neighbour of a hill (a point measured above its measured "
-        "neighbours, within this share of the best) may beat the best by the wide bound "
-        f"({d.hills:g}; 0: the rule off)",
-    )
-    ap.add_argument(
-        "--wide-confidence",
-        type=float,
-        default=d.wide_confidence,
-        help="sds of the wide bound, which the regions left and the hills judge by "
-        f"({d.wide_confidence:g})",
-    )
-    ap.add_argument(
-        "--wide-likely",
-        type=float,
-        default=d.wide_likely,
-        help=f"the wide bound's --likely ({d.wide_likely:g})",
-    )
-    ap.add_argument(
         "--no-diagonals",
         dest="diagonals",
         action="store_false",
@@ -291,9 +268,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         cover=args.cover,
         ruled_out=args.ruled_out,
         neighbours=args.neighbours,
-        hills=args.hills,
-        wide_confidence=args.wide_confidence,
-        wide_likely=args.wide_likely,
         diagonals=args.diagonals,
     )
     n = 10 if args.quick else args.surfaces

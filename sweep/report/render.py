@@ -436,13 +436,7 @@ def search_lines(search: dict[str, Any], plot: str | None = None) -> list[str]:
     if search.get("search") == "model":
         about = (
             f"Model search (tie margin {st.get('margin', 0.0):.1%}, bound at "
-            f"{st.get('confidence')} sd"
-            + (
-                f" ({st['wide_confidence']} sd for the regions left and the hills)"
-                if st.get("wide_confidence", st.get("confidence")) != st.get("confidence")
-                else ""
-            )
-            + f", max_restarts {budget}"
+            f"{st.get('confidence')} sd, max_restarts {budget}"
             + (
                 f", up to {st['batch']} points a round: one a host"
                 if st.get("batch", 1) > 1

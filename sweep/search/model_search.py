@@ -20,14 +20,9 @@ is scaled to [0, 1] by rank. The rule, one round at a time, every run at the ful
   settings are not fitted but taken over a fixed grid, weighted by their likelihood: the same
   data always give the same figures, with no optimiser to fail.
 - For each point not measured, the bound of its gain over the answer: f(point) - f(answer) (f the
-  log objective), mean + `confidence` (1.5) sd by the weighted model, or by any single likely
-  setting (log likelihood within `likely`, 1, of the best's) if that is higher. A surface the
-  data leave open (a narrow peak between points measured) keeps its points open. The rules
-  below of where the model cannot be trusted (the regions left, the hills) judge by a wider
-  bound, at `wide_confidence` (2) sd and `wide_likely` (3): the narrow one picks and settles, so
-  that the search does not spend starts on what the model already tells; the wide one is what
-  it must see before it leaves a region or a hill (until 2026-12-07 one bound, at 2 and 3, did
-  both: benchmarks/README.md, "Hills and a wide bound").
+  log objective), mean + `confidence` (2) sd by the weighted model, or by any single likely
+  setting (log likelihood within `likely`, 3, of the best's) if that is higher. A surface the
+  data leave open (a narrow peak between points measured) keeps its points open.
 - While the largest bound is above the tie margin (`margin`, 2 %), the next round measures that
   point, and with `batch` above 1 (the sweep's hosts: sweep/cli/plan.py) up to batch - 1 more, each
   the point with the largest bound once the ones picked are taken as measured at the model's
@@ -38,7 +33,7 @@ is scaled to [0, 1] by rank. The rule, one round at a time, every run at the ful
   measured in full is settled too.
 - Unless a region is left that no point was measured near: while an unmeasured point farther
   than `cover` (0.4 of the axes' extent, Euclidean) from every point tried is not ruled out by
-  the model (its wide bound above -`ruled_out`, -5 %), the next round measures the one with the
+  the model (its bound above -`ruled_out`, -5 %), the next round measures the one with the
   largest bound (with `batch` above 1, each next one the largest of those still that far once
   the ones picked count as tried). The model's length scales are weighed by the data, which
   lie elsewhere: a narrow peak in a region with no point measured is where it is confidently
@@ -50,12 +45,6 @@ is scaled to [0, 1] by rank. The rule, one round at a time, every run at the ful
   surfaces whose best was the answer's neighbour a budget step away, 2.8 and 2.9 % above it,
   its bound 1.5 and -1.3 %). Checked before the regions left; on several hosts a round takes
   up to one a host, the largest bound first.
-- Nor while a neighbour of a hill is unmeasured that may beat the best by the wide bound (above
-  0): a hill is a point measured above every measured neighbour, its mean within `hills` (35 %)
-  of the best's. A second peak whose shoulder is all the search has measured is where the
-  model's smooth fit stands below the truth (two-peak surfaces whose best lay one step from a
-  shoulder measured at 0.94 of it, the answer on the other peak at 0.95). Checked after the
-  best's neighbours and before the regions left, the same way.
 - More repetitions (`max_repetitions`, 32): a run is benched on past the bench's own repetitions,
   on the server already running it (no restart), while its point can still change the answer
   (it may beat the best mean measured so far by more than the margin, at 2 sd of the
@@ -106,9 +95,8 @@ of 24 to 43 % of the grid's restarts.
 What each part buys there (the likely settings' bound, 2 sd, 7 points in round 0, the
 answer as the best mean): benchmarks/README.md.
 The figures of each later refinement (more repetitions, axes by rank, regions left, the best's
-neighbours, diagonals, the edge and the clearly-out rule, with the seeds held out, and the
-hills and the wide bound) are in benchmarks/README.md, section "The model search on generated
-surfaces".
+neighbours, diagonals, the edge and the clearly-out rule, with the seeds held out) are in
+benchmarks/README.md, section "The model search on generated surfaces".
 A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings; the axes alone:
 13 to 85 ms).
 """

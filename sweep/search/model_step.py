@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from bench.more_repetitions import MARGIN, MAX_REPETITIONS
@@ -39,30 +39,21 @@ class ModelSearch:
     tried is not ruled out by the model (its bound above -`ruled_out`): a region no point has been
     measured near is one the model only guesses at; `neighbours`: nor while a neighbour of the
     best (one step along one axis) that the model does not put more than `margin` below it is
-    unmeasured: a peak narrower than a step is one the model cannot see; `hills`: nor while a
-    neighbour of a hill is (a point measured above every measured neighbour, its mean within this
-    share of the best's; 0: the rule off) that may beat the best by the wide bound: the model's
-    smooth fit stands below a second peak whose shoulder is all it has measured;
-    `wide_confidence`, `wide_likely`: `confidence` and `likely` of the wide bound,
-    which the regions left and the hills judge by: the two rules are there for where the model
-    is confidently wrong, so they do not take its narrower bound's word for it; `diagonals`: the
-    model may also run its length scales along a diagonal of two axes
-    (sweep/search/gaussian_process.py _metrics: a ridge)."""
+    unmeasured: a peak narrower than a step is one the model cannot see; `diagonals`: the model
+    may also run its length scales along a diagonal of two axes (sweep/search/gaussian_process.py
+    _metrics: a ridge)."""
 
     max_restarts: int | None = None
     higher_is_better: bool = True
     margin: float = MARGIN
-    confidence: float = 1.5
+    confidence: float = 2.0
     initial: int = 7
-    likely: float = 1.0
+    likely: float = 3.0
     batch: int = 1
     max_repetitions: int = MAX_REPETITIONS
     cover: float = 0.4
     ruled_out: float = 0.05
     neighbours: bool = True
-    hills: float = 0.35
-    wide_confidence: float = 2.0
-    wide_likely: float = 3.0
     diagonals: bool = True
     name: ClassVar[str] = "model"
 
@@ -74,16 +65,12 @@ class ModelSearch:
             raise ValueError(f"max_restarts={budget}: must be an integer >= 1 (or None)")
         if isinstance(self.margin, bool) or not 0 <= self.margin < 1:
             raise ValueError(f"margin={self.margin}: must be a fraction in [0, 1) (0.02: 2 %)")
+        if isinstance(self.confidence, bool) or not 0 < self.confidence <= 10:
+            raise ValueError(f"confidence={self.confidence}: must be in (0, 10] (sds)")
         if isinstance(self.initial, bool) or not isinstance(self.initial, int) or self.initial < 2:
             raise ValueError(f"initial={self.initial}: must be an integer >= 2")
-        for name in ("confidence", "wide_confidence"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not 0 < v <= 10:
-                raise ValueError(f"{name}={v}: must be in (0, 10] (sds)")
-        for name in ("likely", "wide_likely"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not 0 <= v <= 20:
-                raise ValueError(f"{name}={v}: must be in [0, 20] (log likelihood)")
+        if isinstance(self.likely, bool) or not 0 <= self.likely <= 20:
+            raise ValueError(f"likely={self.likely}: must be in [0, 20] (log likelihood)")
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
             raise ValueError(f"batch={self.batch}: must be an integer >= 1")
         reps = self.max_repetitions
@@ -91,10 +78,8 @@ class ModelSearch:
             raise ValueError(f"max_repetitions={reps}: must be an integer >= 1")
         if isinstance(self.cover, bool) or not 0 < self.cover <= 2:
             raise ValueError(f"cover={self.cover}: must be in (0, 2] (of an axis's extent)")
-        for name in ("ruled_out", "hills"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not 0 <= v < 1:
-                raise ValueError(f"{name}={v}: must be a fraction in [0, 1)")
+        if isinstance(self.ruled_out, bool) or not 0 <= self.ruled_out < 1:
+            raise ValueError(f"ruled_out={self.ruled_out}: must be a fraction in [0, 1)")
         for flag in ("neighbours", "diagonals"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag}={getattr(self, flag)!r}: must be true or false")
@@ -281,15 +266,7 @@ def step(
         open_ = [pid for pid in ranked if math.expm1(bound[pid]) > strategy.margin]
         first = probe(ranked[0], open_, values, bound, space, larger)
         return _Step(_batch(space, values, best, strategy, first, free), gain, ahead, why)
-    # the model says settled; three rules of where it cannot be trusted may say not yet, the
-    # last two by the wide bound
-    wide: dict[str, float] = {}
-
-    def loose() -> Mapping[str, float]:
-        if not wide:
-            wide.update(_wide_bound(space, values, best, strategy, bound))
-        return wide
-
+    # the model says settled; two rules of where it cannot be trusted may say not yet
     rules: tuple[tuple[Callable[[], tuple[str, ...]], str], ...] = (
         (
             lambda: _near_best(space, best, free, bound, strategy) if strategy.neighbours else (),
@@ -297,13 +274,7 @@ def step(
             f"{strategy.margin:.1%} below it is not measured",
         ),
         (
-            lambda: _near_hills(space, values, best, free, loose(), strategy),
-            f"a neighbour of a hill (a point measured above its measured neighbours, within "
-            f"{strategy.hills:.0%} of the best) that may beat the best by its wide bound is not "
-            f"measured",
-        ),
-        (
-            lambda: uncovered(space, tried, free, loose(), strategy),
+            lambda: uncovered(space, tried, free, bound, strategy),
             f"a point it does not rule out (within {strategy.ruled_out:.0%} of it) lies farther "
             f"than {strategy.cover:g} from every point measured",
         ),
@@ -365,48 +336,6 @@ def _near_best(
     left = set(free)
     floor = math.log1p(-strategy.margin)
     near = [pid for pid in space.grid.neighbours(best) if pid in left and bound[pid] > floor]
-    return tuple(sorted(near, key=lambda pid: (-round(bound[pid], 12), space.order[pid])))
-
-
-def _wide_bound(
-    space: Space,
-    values: Mapping[str, Sequence[float]],
-    best: str,
-    strategy: ModelSearch,
-    bound: Mapping[str, float],
-) -> Mapping[str, float]:
-    """Every point's bound on its gain over `best` at `wide_confidence` and `wide_likely`
-    (`bound`, the step's own, where those are the step's)."""
-    if (strategy.wide_confidence, strategy.wide_likely) == (strategy.confidence, strategy.likely):
-        return bound
-    wide = replace(strategy, confidence=strategy.wide_confidence, likely=strategy.wide_likely)
-    return _gains(space, values, best, wide)[0]
-
-
-def _near_hills(
-    space: Space,
-    values: Mapping[str, Sequence[float]],
-    best: str,
-    free: Sequence[str],
-    bound: Mapping[str, float],
-    strategy: ModelSearch,
-) -> tuple[str, ...]:
-    """The unmeasured neighbours of the hills other than the best (points measured whose mean
-    is above every measured neighbour's and within `hills` of the best's) that may beat the
-    best (`bound`, the wide one, above 0), the largest bound first (the first in point order
-    among equals)."""
-    if not strategy.hills:
-        return ()
-    logs = _logs(values, strategy.higher_is_better)
-    mean = {pid: math.fsum(vs) / len(vs) for pid, vs in logs.items() if vs}
-    low = mean[best] + math.log1p(-strategy.hills)
-    left = set(free)
-    near: set[str] = set()
-    for pid, level in mean.items():
-        around = space.grid.neighbours(pid)
-        if pid == best or level < low or any(mean.get(q, -math.inf) > level for q in around):
-            continue
-        near.update(q for q in around if q in left and bound[q] > 0.0)
     return tuple(sorted(near, key=lambda pid: (-round(bound[pid], 12), space.order[pid])))
 
 

@@ -213,7 +213,6 @@ def search_info(
         "strategy": {
             "margin": strat.margin,
             "confidence": strat.confidence,
-            "wide_confidence": strat.wide_confidence,
             "batch": strat.batch,
             # None: no run goes on past the bench's own repetitions
             "max_repetitions": (
