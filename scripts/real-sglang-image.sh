@@ -17,12 +17,6 @@ WHEELHOUSE=cache/real-sglang-wheelhouse
 BUILDER=sglang-realhost-build
 label=org.sglang-specbench.realhost-recipe
 
-# On a CPU with AMX, SGLang's CPU engine calls sgl_kernel, which here is an import-only stand-in.
-if grep -qw amx_tile /proc/cpuinfo; then
-  echo "real-sglang-image: WARNING: this CPU has AMX; SGLang's CPU engine would call sgl_kernel," \
-    "which the test host only stands in for: the real-SGLang scenarios will fail with StandinCalled." >&2
-fi
-
 mkdir -p cache
 exec 9>cache/.real-sglang-image.lock
 flock 9

@@ -1,4 +1,6 @@
-"""Import-only stand-ins for modules the CPU engine imports but never calls on a CPU without AMX.
+"""Import-only stand-ins for modules the CPU engine imports but never calls. On a CPU with AMX too:
+SGLang 0.5.23 takes its AMX path only where sgl_kernel registers the torch op convert_weight_packed
+(srt/utils/common.py cpu_has_amx_support), and a stand-in registers none.
 
 TEST ONLY, never installed on a GPU host. PyPI's torchvision does not import beside the local CPU
 torch, and sgl_kernel on PyPI is a CUDA build; SGLang imports both at start-up. Every attribute of a
