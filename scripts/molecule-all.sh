@@ -55,15 +55,15 @@ remove_instances() {
   done
 }
 
-# Scenarios on the real-SGLang host image need it built first (minutes the first time, then cached),
-# once, before the lanes start.
+# Scenarios on the real-SGLang host image need it built first (minutes the first time, then cached):
+# it builds beside the lanes, which run those scenarios last (run_scenario waits for it).
 REALHOST_IMAGE=localhost/sglang-realhost:cpu
 needs_realhost=$(python3 - "$REALHOST_IMAGE" "${scenarios[@]}" <<'PY'
 import sys, yaml
 for name in sys.argv[2:]:
     scenario = yaml.safe_load(open(f"molecule/{name}/molecule.yml")) or {}
     if any(p.get("image") == sys.argv[1] for p in scenario.get("platforms") or []):
-        print(name)
+        print(name, end=" ")
 PY
 )
 
@@ -93,9 +93,10 @@ fi
 
 # Lanes, longest first (LPT): scripts/molecule-durations.txt has the seconds each scenario took last
 # time it was measured; an unknown scenario counts as 300 s.
-mapfile -t lanes < <(python3 - "$jobs" "${scenarios[@]}" <<'PY'
-import sys, yaml
+mapfile -t lanes < <(NEEDS_REALHOST="$needs_realhost" python3 - "$jobs" "${scenarios[@]}" <<'PY'
+import os, sys, yaml
 jobs, names = int(sys.argv[1]), sys.argv[2:]
+late = set(os.environ["NEEDS_REALHOST"].split())
 seconds = {}
 for line in open("scripts/molecule-durations.txt"):
     fields = line.split("#", 1)[0].split()
@@ -114,7 +115,8 @@ for group in sorted(groups.values(), key=lambda g: -sum(seconds.get(n, 300) for 
     lanes[lane] += group
     loads[lane] += sum(seconds.get(n, 300) for n in group)
 for lane in lanes:
-    print(" ".join(lane))
+    # the scenarios that wait for the real-SGLang image last (sorted() keeps a group's order)
+    print(" ".join(sorted(lane, key=lambda n: n in late)))
 PY
 )
 
@@ -129,14 +131,21 @@ export ANSIBLE_TEST_MODULE_CACHE=$logdir/ansiballz
 # its own file, so that its summary shows them beside the other steps.
 times=${SUITE_TIMES:-$logdir/times.jsonl}
 
+# Every scenario runs on the test image: built now if it is not (make test builds it in the
+# background; the script waits for that build).
+bash scripts/test-image.sh || { echo "molecule-all: the test host image did not build" >&2; exit 1; }
 if [ -n "$needs_realhost" ]; then
-  start=$SECONDS
-  if bash scripts/real-sglang-image.sh; then
-    echo "=== real-SGLang host image ready after $((SECONDS - start)) s"
-  else
-    for name in $needs_realhost; do echo failed >"$logdir/$name.result"; done
-    echo "=== the real-SGLang host image did not build: $needs_realhost cannot run"
-  fi
+  (
+    start=$SECONDS
+    if bash scripts/real-sglang-image.sh >"$logdir/realhost.log" 2>&1; then
+      status="ready after $((SECONDS - start)) s"
+    else
+      status="did not build: $needs_realhost cannot run"
+    fi
+    { flock 9; cat "$logdir/realhost.log"; echo "=== real-SGLang host image $status"; } \
+      9>"$logdir/.print.lock"
+    echo "$status" >"$logdir/realhost.status"
+  ) &
 fi
 
 # Each line of a scenario's log starts with the seconds since the scenario started, so a log shows
@@ -150,9 +159,13 @@ stamp() {
 # printed whole when its scenario ends.
 run_scenario() {
   local name=$1 port=$2 lane=$3 start=$SECONDS rc
-  if [ -f "$logdir/$name.result" ]; then
-    echo "=== $name: FAILED (its host image did not build)"
-    return
+  if [[ " $needs_realhost " == *" $name "* ]]; then
+    while [ ! -f "$logdir/realhost.status" ]; do sleep 2; done
+    if [[ "$(cat "$logdir/realhost.status")" != ready* ]]; then
+      echo failed >"$logdir/$name.result"
+      echo "=== $name: FAILED (its host image did not build)"
+      return
+    fi
   fi
   echo "=== molecule test -s $name (127.0.0.1:$port)"
   remove_instances "$name"

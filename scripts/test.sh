@@ -2,9 +2,13 @@
 # make test: the whole suite, on a fresh machine as on a developer's. Steps that wait on different
 # things overlap; steps that need the CPU to themselves do not:
 #   1. system packages, then the virtual environment
-#   2. side by side: lint, the unit tests (pytest -n 3), and the two host images (mostly downloads)
+#   2. side by side: lint and the unit tests (pytest -n 3)
 #   3. the timing tests, alone (they compare milliseconds: scripts/timing.sh)
 #   4. side by side: the molecule lanes (scripts/molecule-all.sh) and the release conformance tests
+# The two host images build from step 2 on, in the background at the lowest CPU priority (nice 19):
+# downloads and disk most of the time, they take only CPU no step wants, so the timing tests keep the
+# machine to themselves; molecule and the releases wait for the image they need (the image scripts
+# take a lock, and a built image is not built again).
 # Every step runs even when an earlier one failed (except what cannot: no venv, no tests), so one CI
 # run reports every failure. CI shows the end of a long log: the end repeats the failed tests' lines
 # and prints each step's, lane's and scenario's wall time and CPU seconds (scripts/timed.py).
@@ -27,26 +31,28 @@ timed deps setup "${make_[@]}" deps || { echo "make test: the system packages di
 timed venv setup "${make_[@]}" venv || { echo "make test: the virtual environment did not build"; exit 1; }
 export PATH=$PWD/${VENV:-.venv}/bin:$PATH
 
+timed images background nice -n 19 \
+  bash -c 'bash scripts/test-image.sh && bash scripts/real-sglang-image.sh' >"$logs/images" 2>&1 &
+images=$!
 timed lint "side 1" "${make_[@]}" lint >"$logs/lint" 2>&1 &
 lint=$!
-timed images "side 2" bash -c 'bash scripts/test-image.sh && bash scripts/real-sglang-image.sh' \
-  >"$logs/images" 2>&1 &
-images=$!
-timed unit "side 3" "${make_[@]}" unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
+timed unit "side 2" "${make_[@]}" unit-parallel 2>&1 | tee "$logs/unit" || failed="$failed unit"
 wait "$lint" || failed="$failed lint"
-wait "$images" || failed="$failed images"
-cat "$logs/lint" "$logs/images"
+cat "$logs/lint"
 
 timed timing alone "${make_[@]}" timing 2>&1 | tee "$logs/timing" || failed="$failed timing"
 
 # The releases' tests share the machine with the molecule lanes: most of their time is spent
-# fetching and unpacking wheels.
-timed releases "beside" pytest -m releases tests/releases >"$logs/releases" 2>&1 &
+# fetching and unpacking wheels. They probe each release in the real-SGLang image.
+timed releases "beside" \
+  bash -c 'bash scripts/real-sglang-image.sh && pytest -m releases tests/releases' \
+  >"$logs/releases" 2>&1 &
 releases=$!
 timed molecule molecule bash scripts/molecule-all.sh 2>&1 | tee "$logs/molecule" \
   || failed="$failed molecule"
 wait "$releases" || failed="$failed releases"
-cat "$logs/releases"
+wait "$images" || failed="$failed images"
+cat "$logs/images" "$logs/releases"
 
 # The times first, then why anything failed: CI shows the last lines of the log.
 python3 scripts/timed.py --log "$SUITE_TIMES" --summary --title "make test times"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make timing: the tests that compare milliseconds the client measures with the server's own
-# (pytest -m timing). They run after everything else, with nothing but each other: they wait on
+# (pytest -m timing). They run after the unit tests, with nothing but each other (and, in make test,
+# the host images' build at nice 19, which takes only CPU they leave): they wait on
 # wall-clock windows (open-loop cells of 10 s), not on the CPU (one capacity search keeps 9 % of
 # the 2 cores busy, all four side by side 22 %), so the first run takes 8 workers: xdist deals
 # the 14 tests round robin, and each of the four longest (58-75 s) gets a worker of its own (85 s
