@@ -3,7 +3,7 @@
 # arguments), carrying on after a failure. Ends with the line `molecule: N passed, M failed` and
 # exits non-zero when any scenario failed.
 #
-# MOLECULE_JOBS (default 2) scenarios run side by side, each lane with its own published port
+# MOLECULE_JOBS (default 3) scenarios run side by side, each lane with its own published port
 # (every scenario has its own container name, sglang-<scenario>). Lanes are filled longest first
 # from the durations in scripts/molecule-durations.txt; scenarios that share a prepare playbook
 # (and so the files it builds on the controller) run in the same lane, one after the other.
@@ -13,7 +13,7 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/podman/containers.conf}
 export PATH=$PWD/${VENV:-.venv}/bin:$PATH
 # Plain output in CI logs.
 [ -n "${CI:-}" ] && export NO_COLOR=1 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
-jobs=${MOLECULE_JOBS:-2}
+jobs=${MOLECULE_JOBS:-3}
 
 if [ $# -gt 0 ]; then
   scenarios=("$@")
@@ -92,8 +92,13 @@ else
 fi
 
 # Lanes, longest first (LPT): scripts/molecule-durations.txt has the seconds each scenario took last
-# time it was measured; an unknown scenario counts as 300 s.
-mapfile -t lanes < <(NEEDS_REALHOST="$needs_realhost" python3 - "$jobs" "${scenarios[@]}" <<'PY'
+# time it was measured; an unknown scenario counts as 300 s. When the real-SGLang image is still to
+# be built, the scenarios on it wait for it in their lane: the shortest scenarios of the other lanes
+# move in front of them, as many as fit in the build's seconds (`realhost-image` in that file).
+realhost_missing=0
+podman image exists "$REALHOST_IMAGE" || realhost_missing=1
+mapfile -t lanes < <(NEEDS_REALHOST="$needs_realhost" REALHOST_MISSING=$realhost_missing \
+  python3 - "$jobs" "${scenarios[@]}" <<'PY'
 import os, sys, yaml
 jobs, names = int(sys.argv[1]), sys.argv[2:]
 late = set(os.environ["NEEDS_REALHOST"].split())
@@ -108,15 +113,31 @@ for name in names:
     playbooks = (scenario.get("provisioner") or {}).get("playbooks") or {}
     key = f"prepare:{playbooks['prepare']}" if "prepare" in playbooks else name
     groups.setdefault(key, []).append(name)
+def cost(group: list[str]) -> int:
+    return sum(seconds.get(n, 300) for n in group)
 loads = [0] * jobs
-lanes: list[list[str]] = [[] for _ in range(jobs)]
-for group in sorted(groups.values(), key=lambda g: -sum(seconds.get(n, 300) for n in g)):
+lanes: list[list[list[str]]] = [[] for _ in range(jobs)]
+for group in sorted(groups.values(), key=lambda g: -cost(g)):
     lane = loads.index(min(loads))
-    lanes[lane] += group
-    loads[lane] += sum(seconds.get(n, 300) for n in group)
+    lanes[lane].append(group)
+    loads[lane] += cost(group)
+if os.environ["REALHOST_MISSING"] == "1":
+    for lane in lanes:
+        if not any(n in late for g in lane for n in g):
+            continue
+        spare = seconds.get("realhost-image", 0) - sum(cost(g) for g in lane if not late & set(g))
+        while True:
+            movable = [(cost(g), i, g) for i, other in enumerate(lanes) if other is not lane
+                       for g in other if not late & set(g) and len(other) > 1]
+            if not movable or min(movable)[0] > spare:
+                break
+            spare -= min(movable)[0]
+            _, i, g = min(movable)
+            lanes[i].remove(g)
+            lane.append(g)
 for lane in lanes:
     # the scenarios that wait for the real-SGLang image last (sorted() keeps a group's order)
-    print(" ".join(sorted(lane, key=lambda n: n in late)))
+    print(" ".join(sorted((n for g in lane for n in g), key=lambda n: n in late)))
 PY
 )
 
