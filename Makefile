@@ -37,7 +37,7 @@ check: venv
 unit-parallel: venv
 	pytest -m "not releases and not timing" -n 3
 
-# Tests that compare measured milliseconds with the server's own: after everything else, side by
+# Tests that compare measured milliseconds with the server's own: after the unit tests, side by
 # side (they wait on the clock, not the CPU); a failure is run once more, alone (scripts/timing.sh).
 timing: venv
 	bash scripts/timing.sh

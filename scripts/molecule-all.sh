@@ -67,6 +67,9 @@ for name in sys.argv[2:]:
 PY
 )
 
+# No more lanes (and ports) than scenarios.
+[ "$jobs" -gt ${#scenarios[@]} ] && jobs=${#scenarios[@]}
+
 # The demo host publishes 127.0.0.1:18080 too: lanes take the first free ports from 18080 on
 # (scenarios reach the host through sglang_testhost_url, never a literal port). Rootful podman
 # publishes ports with firewall DNAT rules and binds no socket, so a bind test alone misses a port
@@ -121,18 +124,20 @@ for group in sorted(groups.values(), key=lambda g: -cost(g)):
     lane = loads.index(min(loads))
     lanes[lane].append(group)
     loads[lane] += cost(group)
+def waits(group: list[str]) -> bool:
+    return bool(late & set(group))
 if os.environ["REALHOST_MISSING"] == "1":
     for lane in lanes:
-        if not any(n in late for g in lane for n in g):
+        if not any(waits(g) for g in lane):
             continue
-        spare = seconds.get("realhost-image", 0) - sum(cost(g) for g in lane if not late & set(g))
+        spare = seconds.get("realhost-image", 0) - sum(cost(g) for g in lane if not waits(g))
         while True:
             movable = [(cost(g), i, g) for i, other in enumerate(lanes) if other is not lane
-                       for g in other if not late & set(g) and len(other) > 1]
+                       for g in other if not waits(g) and len(other) > 1]
             if not movable or min(movable)[0] > spare:
                 break
-            spare -= min(movable)[0]
-            _, i, g = min(movable)
+            seconds_, i, g = min(movable)
+            spare -= seconds_
             lanes[i].remove(g)
             lane.append(g)
 for lane in lanes:
