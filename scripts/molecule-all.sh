@@ -60,10 +60,12 @@ remove_instances() {
 REALHOST_IMAGE=localhost/sglang-realhost:cpu
 needs_realhost=$(python3 - "$REALHOST_IMAGE" "${scenarios[@]}" <<'PY'
 import sys, yaml
+names = []
 for name in sys.argv[2:]:
     scenario = yaml.safe_load(open(f"molecule/{name}/molecule.yml")) or {}
     if any(p.get("image") == sys.argv[1] for p in scenario.get("platforms") or []):
-        print(name, end=" ")
+        names.append(name)
+print(" ".join(names))
 PY
 )
 
@@ -189,6 +191,9 @@ run_scenario() {
     while [ ! -f "$logdir/realhost.status" ]; do sleep 2; done
     if [[ "$(cat "$logdir/realhost.status")" != ready* ]]; then
       echo failed >"$logdir/$name.result"
+      # its log, for the lane's print and why_failed: the cause and the build's last lines
+      { echo "molecule-all: not run: its host image $REALHOST_IMAGE did not build; the build ended:"
+        tail -n 5 "$logdir/realhost.log"; } >"$logdir/$name.log"
       echo "=== $name: FAILED (its host image did not build)"
       return
     fi
@@ -264,6 +269,7 @@ why_failed() {
   # provision.yml's summary, where a scenario ran it: each host that is not ready, and why
   grep -oE '[a-z0-9-]+: (failed preflight|failed in \\?"|no result).{0,280}' "$logdir/$name.log" | head -n 3
   sed -n '/^--- containers, and/,$p' "$logdir/$name.log" | head -n 5
+  grep -A 5 '^molecule-all: not run' "$logdir/$name.log" | cut -c1-300
 }
 for name in "${failed_names[@]}"; do
   [ -f "$logdir/$name.log" ] || continue
