@@ -63,8 +63,9 @@ def render() -> str:
         "",
         "Every `-e` parameter of `sweep.yml` and `deploy.yml`. Generated from",
         "`playbooks/vars/parameters.yml` by `scripts/parameters_doc.py`: edit that file, then",
-        "run the script (a test fails while the two differ). A bad value is refused by name",
-        "before any host changes.",
+        "run the script (a test fails while the two differ). A bad value, or a name that is none",
+        "of these (an inventory variable given with -e is named `sglang_*` or `ansible_*`), is",
+        "refused by name before any host changes.",
     ]
     for playbook, params in parameters().items():
         lines += ["", f"## {PLAYBOOKS[playbook]}", ""]

@@ -6,6 +6,10 @@
         stdin: "{{ info | to_json }}"   # optional: what the command reads on stdin
       register: answer  # rc, stdout, stdout_lines, stderr: as ansible.builtin.command has
 
+`parameters` (a list of names): the playbook's -e parameters. A name given with -e that is none of
+them, nor an inventory variable (sglang_*, ansible_*), fails the task before the command runs:
+Ansible would ignore it, so a typo (-e budgte=8) would sweep or deploy what was not asked.
+
 The same entry point as the command line (sweep/__main__.py main), with the same output and exit
 status, so the playbooks read its result as they would a command's. Why not ansible.builtin.command:
 a sweep asks the planner and records a point several times per point, and each such command cost a
@@ -18,6 +22,7 @@ read BYPASS_HOST_LOOP), so every worker inherits it already imported.
 
 from __future__ import annotations
 
+import difflib
 import io
 import os
 import sys
@@ -27,6 +32,7 @@ from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 ROOT = Path(__file__).resolve().parents[2]  # the project: sweep/ lives here
 if str(ROOT) not in sys.path:
@@ -34,15 +40,15 @@ if str(ROOT) not in sys.path:
 
 from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.path)
 
-# The commands that write nothing on the controller: the only ones run in check mode (the rest are
-# skipped, as ansible.builtin.command skips a command there) and never "changed" (the rest are,
-# unless the task's changed_when says otherwise).
+# The commands that write nothing on the controller, and any with --dry-run (plan's): the only
+# ones run in check mode (the rest are skipped, as ansible.builtin.command skips a command there)
+# and never "changed" (the rest are, unless the task's changed_when says otherwise).
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("argv", "stdin"))
+    _VALID_ARGS = frozenset(("argv", "stdin", "parameters"))
     _supports_check_mode = True
 
     def run(
@@ -53,7 +59,18 @@ class ActionModule(ActionBase):
         if not isinstance(argv, list) or not argv:
             raise AnsibleActionFail(f"sweep_cli: argv must be a non-empty list, got {argv!r}")
         words = [str(word) for word in argv]
-        if self._task.check_mode and words[0] not in READ_ONLY:
+        known = [str(name) for name in self._task.args.get("parameters") or []]
+        for name in sorted(load_extra_vars(self._loader)) if known else []:
+            if name not in known and not name.startswith(("sglang_", "ansible_")):
+                close = difflib.get_close_matches(name, known, 1)
+                raise AnsibleActionFail(
+                    f"-e {name}: not a parameter of this playbook"
+                    + (f" (did you mean {close[0]}?)" if close else "")
+                    + "; its parameters: docs/parameters.md. An inventory variable given with -e"
+                    " is named sglang_* or ansible_*."
+                )
+        reads = words[0] in READ_ONLY or "--dry-run" in words
+        if self._task.check_mode and not reads:
             result.update(skipped=True, msg=f"sweep {words[0]} writes: skipped in check mode")
             return result
         stdin = self._task.args.get("stdin")
@@ -79,7 +96,7 @@ class ActionModule(ActionBase):
             stdout_lines=stdout.splitlines(),
             stderr=stderr,
             stderr_lines=stderr.splitlines(),
-            changed=rc == 0 and words[0] not in READ_ONLY,
+            changed=rc == 0 and not reads,
         )
         if rc != 0:
             result["failed"] = True

@@ -76,3 +76,28 @@ def test_an_error_is_its_own_line_and_argparse_cannot_end_the_worker(tmp_path: P
     assert no_sweep["failed"] and no_sweep["rc"] != 0, no_sweep
     assert no_sweep["msg"].startswith("sweep: ") and "nowhere" in no_sweep["msg"], no_sweep
     assert after["msg"] == "still here"
+
+
+def test_a_name_given_with_e_that_is_no_parameter_fails_before_the_command(
+    tmp_path: Path,
+) -> None:
+    check = {"argv": ["check"], "stdin": json.dumps({"cli": {"budget": "8"}, "host": {}})}
+    named = {**check, "parameters": ["budget", "topk", "contexts"]}
+    tasks = [
+        {"sweep_cli": named, "ignore_errors": True},
+        # without `parameters` the action takes any name, as before
+        {"sweep_cli": check, "ignore_errors": True},
+    ]
+    typo, plain = play(tmp_path, tasks, "-e", "budgte=8", "-e", '{"context": 512}')
+    assert typo["failed"] and "rc" not in typo, typo  # the command did not run
+    # the first name in order, its likely meaning, and where the parameters are listed
+    assert typo["msg"].startswith("-e budgte: not a parameter of this playbook"), typo
+    assert "(did you mean budget?)" in typo["msg"] and "docs/parameters.md" in typo["msg"], typo
+    assert plain["rc"] == 0, plain
+    # a parameter, an inventory variable (sglang_*) and Ansible's own (ansible_*) pass
+    given = ["-e", "topk=2", "-e", "sglang_server_port=30001", "-e", "ansible_user=root"]
+    (ok,) = play(tmp_path, [{"sweep_cli": named}], *given)
+    assert ok["rc"] == 0, ok
+    (other,) = play(tmp_path, [{"sweep_cli": named, "ignore_errors": True}], "-e", "zzz=1")
+    assert other["failed"] and other["msg"].startswith("-e zzz: not a parameter"), other
+    assert "did you mean" not in other["msg"], other

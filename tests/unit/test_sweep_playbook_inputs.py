@@ -142,3 +142,33 @@ def test_a_retired_search_is_refused_by_name_and_no_host_is_contacted(
     assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
     assert "sglang_server : " not in out
     assert not (tmp_path / "results").exists()
+
+
+# Ansible ignores an extra var nothing reads: a typo, or the other playbook's name (deploy.yml's
+# context), would run the inventory's grid or cell instead of the one asked for.
+@pytest.mark.parametrize(("name", "meant"), [("budgte", "budget"), ("context", "contexts")])
+def test_a_name_that_is_no_parameter_is_refused_and_no_host_is_contacted(
+    tmp_path: Path, name: str, meant: str
+) -> None:
+    run = sweep(tmp_path, {name: "8"})
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    says = f"-e {name}: not a parameter of this playbook (did you mean {meant}?)"
+    assert says in out, out[-2000:]
+    assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_deploy_refuses_a_name_that_is_no_parameter_before_it_chooses(tmp_path: Path) -> None:
+    ansible = str(Path(sys.executable).parent / "ansible-playbook")
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1"}
+    given = {"sweep": str(tmp_path / "nosweep"), "context": 512, "concurency": 8}
+    args = [ansible, "-i", str(inventory(tmp_path)), str(ROOT / "deploy.yml"), "-e"]
+    run = subprocess.run(
+        [*args, json.dumps(given)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    # refused by name before the sweep is read (the sweep named does not exist either)
+    assert "-e concurency: not a parameter of this playbook (did you mean concurrency?)" in out
+    assert "no sweep there" not in out and "UNREACHABLE" not in out, out[-2000:]
