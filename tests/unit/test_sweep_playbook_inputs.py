@@ -159,16 +159,32 @@ def test_a_name_that_is_no_parameter_is_refused_and_no_host_is_contacted(
     assert not (tmp_path / "results").exists()
 
 
-def test_deploy_refuses_a_name_that_is_no_parameter_before_it_chooses(tmp_path: Path) -> None:
+DEPLOY_CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "a typo": (
+        {"concurency": 8},
+        "-e concurency: not a parameter of this playbook (did you mean concurrency?)",
+    ),
+    # Ansible's serial takes 0 (and a percentage through | int) as every host at once
+    "no canary": ({"deploy_canary": 0}, "deploy_canary=0: give a whole number of hosts, 1 or more"),
+    "a share": ({"deploy_serial": "25%"}, "deploy_serial=25%: give a whole number of hosts"),
+    "not a boolean": ({"deploy_unmeasured": "maybe"}, "deploy_unmeasured=maybe: not a boolean"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEPLOY_CASES))
+def test_deploy_refuses_a_bad_parameter_before_it_reads_the_sweep(
+    tmp_path: Path, case: str
+) -> None:
+    extra, says = DEPLOY_CASES[case]
     ansible = str(Path(sys.executable).parent / "ansible-playbook")
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1"}
-    given = {"sweep": str(tmp_path / "nosweep"), "context": 512, "concurency": 8}
+    given = {"sweep": str(tmp_path / "nosweep"), "context": 512, "concurrency": 8, **extra}
     args = [ansible, "-i", str(inventory(tmp_path)), str(ROOT / "deploy.yml"), "-e"]
     run = subprocess.run(
         [*args, json.dumps(given)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     out = run.stdout + run.stderr
     assert run.returncode != 0, out[-2000:]
-    # refused by name before the sweep is read (the sweep named does not exist either)
-    assert "-e concurency: not a parameter of this playbook (did you mean concurrency?)" in out
+    assert says in out, out[-2000:]
+    # refused before the sweep is read (the sweep named does not exist either)
     assert "no sweep there" not in out and "UNREACHABLE" not in out, out[-2000:]
