@@ -75,6 +75,9 @@ HOST_LOST: str = classifier().HOST_LOST
 CAUSES: tuple[str, ...] = classifier().CAUSES
 # the causes that say something about other points: never retried, they rule points out
 TEACHING = (OUT_OF_MEMORY, REJECTED_FLAG)
+# not a failed start: the server served, and the bench refused the sweep's own parameters before
+# any load (its exit 2, 4 or 5), as it would at every point: the sweep stops (sweep_failed.yml)
+BENCH_REFUSED = "bench refused"
 MEMORY_AXES = ("budget", "topk", "window")
 
 

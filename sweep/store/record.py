@@ -181,9 +181,12 @@ def fail_point(sweep_dir: Path, info: dict[str, Any]) -> Path:
 
 
 def failure_cause(info: dict[str, Any], journal: list[str]) -> dict[str, Any]:
-    """cause, cause_detail and, for a rejected flag, flags: sglang_ready's, which the playbook
-    passes (or its `host lost`), else the journal's by the same classifier; a failure that shows
-    nothing there (a bench error after the server was ready) is a crash."""
+    """cause, cause_detail and, for a rejected flag, flags: `bench refused` where the playbook
+    says so (failures.BENCH_REFUSED); sglang_ready's, which the playbook passes (or its `host
+    lost`); else the journal's by the same classifier, and one that shows nothing there (another
+    error after the server was ready) is a crash."""
+    if info.get("bench_refused"):
+        return {"cause": failures.BENCH_REFUSED, "cause_detail": str(info.get("reason"))[-1000:]}
     causes = failures.classifier()
     given = info.get("cause")
     if given in causes.CAUSES:

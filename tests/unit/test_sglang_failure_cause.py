@@ -235,7 +235,7 @@ SERVER = {"algorithm": "DDTREE", "budget": 8, "topk": 4, "window": 2048, "env": 
 
 
 def failed(tmp_path: Path, **extra: object) -> dict[str, object]:
-    record.fail_point(tmp_path / "s", info("p", SERVER, 0.0, reason="it failed", **extra))
+    record.fail_point(tmp_path / "s", info("p", SERVER, 0.0, **{"reason": "it failed", **extra}))
     return json.loads((tmp_path / "s" / "p" / "failure.json").read_text())
 
 
@@ -278,3 +278,13 @@ def test_without_sglang_ready_s_cause_the_journal_is_classified(
 def test_a_rejected_flag_from_the_journal_names_its_flags(tmp_path: Path) -> None:
     got = failed(tmp_path, journal="\n".join(short_iso(REAL["rejected_unrecognized"])))
     assert (got["cause"], got["flags"]) == ("rejected flag", ["--no-such-flag", "--bar"])
+
+
+def test_a_bench_that_refused_the_sweep_s_parameters_is_no_crash(tmp_path: Path) -> None:
+    # sweep_failed.yml says so (bench_refused) when the served server's bench exited 2, 4 or 5
+    why = "error: context 1000000 + output 48 = 1000048 tokens exceeds the server's context length"
+    got = failed(tmp_path, journal=[], cause=None, bench_refused=True, reason=why)
+    assert (got["cause"], got["cause_detail"], got["reason"]) == ("bench refused", why, why)
+    assert failures.BENCH_REFUSED not in failures.CAUSES  # not a failed start: nothing reads it so
+    # the flag false (every other failure): the journal's classification, as above
+    assert failed(tmp_path, journal=[], cause=None, bench_refused=False)["cause"] == "crash"

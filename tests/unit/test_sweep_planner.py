@@ -280,3 +280,15 @@ def test_above_the_chain_topk_caps_the_tree_width() -> None:
     }
     assert same["ddtree-b32-k6-w2048"][0] == "ddtree-b32-k3-w2048"
     assert same_servers([Point("EAGLE3", 4, 2, 2048), Point("EAGLE3", 4, 4, 2048)], 16) == {}
+
+
+def test_a_stopped_sweep_hands_out_nothing_more_and_says_why(tmp_path: Path) -> None:
+    d = start(tmp_path, ["h1", "h2"], budget="32,48", topk="2")
+    assert planner.next_run(d, "h1", lost=set())["action"] == "run"
+    assert planner.next_run(d, "h2", lost=set())["action"] == "run"
+    # the marker sweep_failed.yml writes (stop_on_failure, or a bench that refused the parameters)
+    why = "baseline failed on h1: the bench refused the sweep's parameters"
+    (d / layout.STOP).write_text(why + "\n")
+    answer = planner.next_run(d, "h2", lost=set())
+    assert answer["action"] == "done", answer
+    assert answer["why"] == f"the sweep was stopped: {why}"
