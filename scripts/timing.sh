@@ -25,6 +25,13 @@ first=$(grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/timing: first run: /')
 busy=$(awk 'NR == FNR { was[$1] = $2; next }
   { d = $2 - (($1 in was) ? was[$1] : 0); if (d >= 2) { $2 = ""; printf "%6d CPU-s %s\n", d, $0 } }' \
   <(echo "$before") <(cpu_seconds) | sort -rn | head -8 | sed 's/^/timing: busy during the first run: /')
+# make test names the file its host-image build writes when it ends (TIMING_RERUN_AFTER): the
+# rerun waits for it, so that the failed tests run again with no build beside them (a build's pip
+# install, even at nice 19, was the busiest process in a first run that failed).
+if [ -n "${TIMING_RERUN_AFTER:-}" ] && [ ! -e "$TIMING_RERUN_AFTER" ]; then
+  echo "timing: waiting for the host images' build to end before the rerun"
+  while [ ! -e "$TIMING_RERUN_AFTER" ]; do sleep 2; done
+fi
 echo "timing: running the failed tests once more, alone"
 pytest -m timing -o cache_dir="$cache" --last-failed --last-failed-no-failures none "$@" 2>&1 |
   tee "$log"
