@@ -27,11 +27,20 @@ PROGRESS_LOG = "progress.log"
 POINT_FILE = "point.json"
 FAILURE_FILE = "failure.json"
 STAGING = ".staging"
-# Written by a failed point when stop_on_failure is set; the other hosts end their slices at it.
+# Written by a failed point when stop_on_failure is set, or when the bench refused the sweep's
+# parameters (its one line: the reason); the other hosts end their slices at it.
 STOP = ".stop"
 ATTEMPTS = ".attempts"
 
 Status = Literal["complete", "failed", "pending"]
+
+
+def stop_reason(sweep_dir: Path) -> str | None:
+    """The stop marker's line, or None where none was written (each invocation clears it)."""
+    try:
+        return (sweep_dir / STOP).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

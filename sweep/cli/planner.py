@@ -123,8 +123,8 @@ def next_run(sweep_dir: Path, host: str, lost: set[str] | None = None) -> dict[s
         since = float(inp["started"])
         plan = current(sweep_dir, inp)
         if search_rounds.stopped(plan.sweep_dir, since):
-            why = (plan.sweep_dir / layout.STOP).read_text(encoding="utf-8").strip()
-            return {"action": "done", "why": f"the sweep was stopped: {why}"}
+            why = f"the sweep was stopped: {layout.stop_reason(plan.sweep_dir)}"
+            return {"action": "done", "why": why}
         alive = [h for h in plan.hosts if h not in lost]
         planned = plan.to_dict()
         # every item names its sweep (the playbook's tasks read its directory and bench there)

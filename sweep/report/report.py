@@ -158,6 +158,8 @@ def write_report(
             if search and not search.get("done")
             else []
         ),
+        # the stop marker's reason (stop_on_failure, a bench that refused): a rerun clears it
+        "stopped": layout.stop_reason(sweep_dir),
         "objective": objective if by_capacity else obj.name,
         # by capacity the cells are trials at each point's own rates: their winners mean little
         "best": (

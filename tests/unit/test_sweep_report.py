@@ -122,6 +122,11 @@ def test_report_lists_the_latest_runs_points_that_are_not_complete(sweep: Path) 
     )
     out = write_report(sweep, with_plots=False)
     assert out["incomplete"] == ["ddtree-b16-k4-w2048", "ddtree-b2-k4-w2048"]
+    assert out["stopped"] is None
+    # a stop (stop_on_failure, a bench that refused): the playbook's last message gives its reason
+    (sweep / layout.STOP).write_text("ddtree-b2-k4-w2048 failed on h1 and stop_on_failure is set\n")
+    out = write_report(sweep, with_plots=False)
+    assert out["stopped"] == "ddtree-b2-k4-w2048 failed on h1 and stop_on_failure is set"
 
 
 def _results(ttft: float, tpot: float, n: int = 8, tokens: int = 64) -> list[RequestResult]:
