@@ -110,7 +110,8 @@ def write_sweep(sweep_dir: Path, sweep: dict[str, Any]) -> None:
 
 def clear_staging(sweep_dir: Path) -> None:
     """Points half-received by a killed run: never trusted, always redone. A stop marker left by
-    the previous run's stop_on_failure is for that run only: a rerun retries its points."""
+    the previous run (stop_on_failure, a bench that refused) is for that run only: a rerun retries
+    its points."""
     shutil.rmtree(sweep_dir / STAGING, ignore_errors=True)
     (sweep_dir / STOP).unlink(missing_ok=True)
 

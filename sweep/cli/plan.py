@@ -35,7 +35,7 @@ class Plan:
     reuse: dict[str, Path] = field(default_factory=dict)
     # final: a grid with nothing pending, or a search that is over (its baselines may be left)
     final: bool = False
-    stopped: bool = False  # stop_on_failure stopped the search: nothing more runs
+    stopped: bool = False  # a stop (stop_on_failure, a bench that refused): nothing more runs
     # search=model: its state (sweep/search/search_rounds.py search_info) and where it is kept
     search: dict[str, Any] | None = None
     search_file: Path | None = None

@@ -9,7 +9,7 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
 - The baseline is not searched: it runs once, after the search's runs.
 - Resuming: a complete run counts whenever it was measured; a failed one only when it failed in
   this invocation (`sweep plan` stamps its start), so a rerun retries it as a grid rerun retries a
-  failed point. After a stop_on_failure stop nothing more runs.
+  failed point. After a stop (stop_on_failure, or a bench that refused) nothing more runs.
 - Warm starts: a point measured before under the same identity (sweep/store/store.py; copied into
   the sweep, `reused_from`) is known to the search from its first round and costs no restart
   (warm_starts).
@@ -259,7 +259,8 @@ def search_info(
 
 
 def stopped(sweep_dir: Path, since: float) -> bool:
-    """A stop_on_failure stop in this invocation: the sweep's marker written since it started."""
+    """A stop in this invocation (stop_on_failure, or a bench that refused the sweep's parameters):
+    the sweep's marker written since it started."""
     try:
         return (sweep_dir / layout.STOP).stat().st_mtime >= since
     except OSError:
