@@ -280,3 +280,13 @@ def test_gpu_class_from_nvidia_smi_list_gpus() -> None:
 @pytest.mark.skipif(not H200_LIST_GPUS.is_file(), reason="the shared H200 fixture is not here")
 def test_gpu_class_of_the_recorded_h200() -> None:
     assert filters.sglang_gpu_class(H200_LIST_GPUS.read_text()) == "1x NVIDIA H200"
+
+
+def test_unknown_vars_are_named_with_the_closest_option() -> None:
+    known = ["sglang_server_window", "sglang_server_topk", "sglang_server_budget"]
+    given = ["sglang_server_window", "sglang_server_windw", "sglang_server_zzz_mine"]
+    assert filters.sglang_unknown_vars(given, known, "sglang_server_") == [
+        "sglang_server_windw (did you mean sglang_server_window?)",
+        "sglang_server_zzz_mine",
+    ]
+    assert filters.sglang_unknown_vars(known, known, "sglang_server_") == []

@@ -6,7 +6,9 @@ dialect needs no code. Validation with user-facing messages lives in tasks/prefl
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 SPEC_PARAMS = ("budget", "topk", "window")
@@ -273,6 +275,18 @@ def sglang_gpu_class(list_gpus: list[str] | str) -> str:
     return f"{len(models)}x {' + '.join(sorted(set(models)))}"
 
 
+def sglang_unknown_vars(names: Iterable[str], known: Iterable[str], prefix: str) -> list[str]:
+    """The names not in `known`, each with the closest known one: a typo in the inventory
+    (sglang_server_windw) would otherwise leave the default in force without a word. Names are
+    compared past their shared `prefix`, which would make every one of them look close."""
+    rest = {k.removeprefix(prefix): k for k in known}
+    out = []
+    for name in sorted(set(names) - set(rest.values())):
+        hint = difflib.get_close_matches(name.removeprefix(prefix), list(rest), n=1)
+        out.append(f"{name} (did you mean {rest[hint[0]]}?)" if hint else name)
+    return out
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -282,4 +296,5 @@ class FilterModule:
             "sglang_server_point_problems": sglang_server_point_problems,
             "sglang_build_offers": sglang_build_offers,
             "sglang_gpu_class": sglang_gpu_class,
+            "sglang_unknown_vars": sglang_unknown_vars,
         }
