@@ -9,6 +9,10 @@
 `parameters` (a list of names): the playbook's -e parameters. A name given with -e that is none of
 them, nor an inventory variable (sglang_*, ansible_*), fails the task before the command runs:
 Ansible would ignore it, so a typo (-e budgte=8) would sweep or deploy what was not asked.
+`settings` (a list of names, such as sglang_sweep_grid and sglang_bench_contexts): the inventory
+settings the playbook reads. A variable of a play host under one of their prefixes (sglang_sweep_,
+sglang_bench_) that is none of them fails the task the same way: sglang_sweep_gird would sweep the
+default grid.
 
 The same entry point as the command line (sweep/__main__.py main), with the same output and exit
 status, so the playbooks read its result as they would a command's. Why not ansible.builtin.command:
@@ -46,9 +50,24 @@ from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
+def _unknown_setting(task_vars: dict[str, Any], settings: list[str]) -> str | None:
+    """The first variable of a play host under a prefix of `settings` that is none of them."""
+    prefixes = {"_".join(name.split("_")[:2]) + "_" for name in settings}
+    for host in task_vars.get("ansible_play_hosts_all") or []:
+        for pre in sorted(prefixes):
+            # compared past their shared prefix, which would make every name look close
+            rest = {k.removeprefix(pre): k for k in settings if k.startswith(pre)}
+            for name in sorted(task_vars["hostvars"][host]):
+                if name.startswith(pre) and name not in settings:
+                    close = difflib.get_close_matches(name.removeprefix(pre), list(rest), 1)
+                    hint = f" (did you mean {rest[close[0]]}?)" if close else ""
+                    return f"{host}: {name}{hint} is no setting of this playbook or its roles."
+    return None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("argv", "stdin", "parameters"))
+    _VALID_ARGS = frozenset(("argv", "stdin", "parameters", "settings"))
     _supports_check_mode = True
 
     def run(
@@ -69,6 +88,10 @@ class ActionModule(ActionBase):
                     + "; its parameters: docs/parameters.md. An inventory variable given with -e"
                     " is named sglang_* or ansible_*."
                 )
+        settings = [str(name) for name in self._task.args.get("settings") or []]
+        problem = _unknown_setting(task_vars or {}, settings) if settings else None
+        if problem:
+            raise AnsibleActionFail(problem)
         reads = words[0] in READ_ONLY or "--dry-run" in words
         if self._task.check_mode and not reads:
             result.update(skipped=True, msg=f"sweep {words[0]} writes: skipped in check mode")

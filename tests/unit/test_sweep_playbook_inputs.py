@@ -179,6 +179,21 @@ def test_a_role_variable_that_is_no_option_fails_the_hosts_check_before_any_cont
     assert "UNREACHABLE" not in out, out[-2000:]
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("sglang_sweep_gird", "sglang_sweep_grid"), ("sglang_bench_context", "sglang_bench_contexts")],
+)
+def test_a_sweep_or_bench_setting_that_is_none_is_refused_and_no_host_is_contacted(
+    tmp_path: Path, typo: str, meant: str
+) -> None:
+    run = sweep(tmp_path, {}, {typo: [512]})
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    says = f"{HOST}: {typo} (did you mean {meant}?) is no setting of this playbook or its roles"
+    assert says in out, out[-2000:]
+    assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
+
+
 DEPLOY_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "a typo": (
         {"concurency": 8},
