@@ -50,9 +50,10 @@ from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
-def _unknown_setting(task_vars: dict[str, Any], settings: list[str]) -> str | None:
-    """The first variable of a play host under a prefix of `settings` that is none of them."""
+def _unknown_settings(task_vars: dict[str, Any], settings: list[str]) -> list[str]:
+    """Every variable of a play host under a prefix of `settings` that is none of them."""
     prefixes = {"_".join(name.split("_")[:2]) + "_" for name in settings}
+    found = []
     for host in task_vars.get("ansible_play_hosts_all") or []:
         for pre in sorted(prefixes):
             # compared past their shared prefix, which would make every name look close
@@ -61,8 +62,8 @@ def _unknown_setting(task_vars: dict[str, Any], settings: list[str]) -> str | No
                 if name.startswith(pre) and name not in settings:
                     close = difflib.get_close_matches(name.removeprefix(pre), list(rest), 1)
                     hint = f" (did you mean {rest[close[0]]}?)" if close else ""
-                    return f"{host}: {name}{hint} is no setting of this playbook or its roles."
-    return None
+                    found.append(f"{host}: {name}{hint}")
+    return found
 
 
 class ActionModule(ActionBase):
@@ -89,9 +90,12 @@ class ActionModule(ActionBase):
                     " is named sglang_* or ansible_*."
                 )
         settings = [str(name) for name in self._task.args.get("settings") or []]
-        problem = _unknown_setting(task_vars or {}, settings) if settings else None
-        if problem:
-            raise AnsibleActionFail(problem)
+        unknown = _unknown_settings(task_vars or {}, settings) if settings else []
+        if unknown:
+            raise AnsibleActionFail(
+                "; ".join(unknown) + ": no setting of this playbook or its roles, so it would"
+                " change nothing."
+            )
         reads = words[0] in READ_ONLY or "--dry-run" in words
         if self._task.check_mode and not reads:
             result.update(skipped=True, msg=f"sweep {words[0]} writes: skipped in check mode")

@@ -189,7 +189,7 @@ def test_a_sweep_or_bench_setting_that_is_none_is_refused_and_no_host_is_contact
     run = sweep(tmp_path, {}, {typo: [512]})
     out = run.stdout + run.stderr
     assert run.returncode != 0, out[-2000:]
-    says = f"{HOST}: {typo} (did you mean {meant}?) is no setting of this playbook or its roles"
+    says = f"{HOST}: {typo} (did you mean {meant}?): no setting of this playbook or its roles"
     assert says in out, out[-2000:]
     assert f"[{HOST}]" not in out and "UNREACHABLE" not in out, out[-2000:]
 
