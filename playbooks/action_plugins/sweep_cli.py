@@ -50,20 +50,23 @@ from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
+def _hinted(name: str, known: list[str], prefix: str) -> str:
+    """`name`, with the closest of `known` compared past their shared `prefix` (which would make
+    every name look close)."""
+    rest = {k.removeprefix(prefix): k for k in known if k.startswith(prefix)}
+    close = difflib.get_close_matches(name.removeprefix(prefix), list(rest), 1)
+    return f"{name} (did you mean {rest[close[0]]}?)" if close else name
+
+
 def _unknown_settings(task_vars: dict[str, Any], settings: list[str]) -> list[str]:
     """Every variable of a play host under a prefix of `settings` that is none of them."""
-    prefixes = {"_".join(name.split("_")[:2]) + "_" for name in settings}
-    found = []
-    for host in task_vars.get("ansible_play_hosts_all") or []:
-        for pre in sorted(prefixes):
-            # compared past their shared prefix, which would make every name look close
-            rest = {k.removeprefix(pre): k for k in settings if k.startswith(pre)}
-            for name in sorted(task_vars["hostvars"][host]):
-                if name.startswith(pre) and name not in settings:
-                    close = difflib.get_close_matches(name.removeprefix(pre), list(rest), 1)
-                    hint = f" (did you mean {rest[close[0]]}?)" if close else ""
-                    found.append(f"{host}: {name}{hint}")
-    return found
+    prefixes = tuple({"_".join(name.split("_")[:2]) + "_" for name in settings})
+    return [
+        f"{host}: {_hinted(name, settings, next(p for p in prefixes if name.startswith(p)))}"
+        for host in task_vars.get("ansible_play_hosts_all") or []
+        for name in sorted(task_vars["hostvars"][host])
+        if name.startswith(prefixes) and name not in settings
+    ]
 
 
 class ActionModule(ActionBase):
