@@ -109,7 +109,7 @@ def bench_params(
     # a dataset on the command line is the traffic, unless categories say otherwise
     given = cli.get("categories") if not absent(cli.get("categories")) else None
     default = "dataset" if dataset is not None else inv.get("categories") or "chat"
-    cats = [str(c).strip() for c in items(given or default)]
+    cats = [str(c).strip() for c in items("categories", given or default)]
     bad = [c for c in cats if c not in CATEGORIES]
     if bad or not cats:
         raise SweepInputError(

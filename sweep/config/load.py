@@ -79,7 +79,7 @@ def params(cli: dict[str, Any], objective: str) -> dict[str, Any]:
         raise SweepInputError("slo_share applies to load=capacity")
     out: dict[str, Any] = {}
     if "request_rate" in given:
-        rates = [_number("request_rate", r) for r in items(given["request_rate"])]
+        rates = [_number("request_rate", r) for r in items("request_rate", given["request_rate"])]
         if not rates:
             raise SweepInputError(f"request_rate={given['request_rate']}: give one or more rates")
         out["request_rate"] = rates

@@ -30,11 +30,14 @@ def absent(raw: Any) -> bool:
     return raw is None or (isinstance(raw, str) and raw.strip() == "")
 
 
-def items(raw: Any) -> list[Any]:
+def items(name: str, raw: Any) -> list[Any]:
+    """A list given as a list, JSON, `[a, b]` (YAML's flow style, unquoted) or `a,b`."""
     if isinstance(raw, (list, tuple)):
         return list(raw)
     if isinstance(raw, str):
         text = raw.strip()
+        if text.startswith("[") != text.endswith("]"):
+            raise SweepInputError(f"{name}={raw}: a bracket is not closed (give [a,b] or a,b)")
         if text.startswith("["):
             try:
                 parsed = json.loads(text)
@@ -68,7 +71,7 @@ def int_list(name: str, raw: Any, natural: bool = False) -> list[int] | None:
     values = dedupe(
         [
             NATURAL if natural and str(v).strip().lower() == "natural" else positive_int(name, v)
-            for v in items(raw)
+            for v in items(name, raw)
         ]
     )
     if not values:
@@ -80,7 +83,7 @@ def algorithm_list(raw: Any) -> list[str] | None:
     if absent(raw):
         return None
     out = []
-    for v in items(raw):
+    for v in items("algorithm", raw):
         name = str(v).strip().upper()
         if name not in ALGORITHMS:
             raise SweepInputError(f"algorithm={v}: not one of {', '.join(ALGORITHMS)}")

@@ -50,6 +50,10 @@ def test_json_list_string_and_k_suffix_are_accepted(tmp_path: Path) -> None:
     ("cli", "named"),
     [
         ({"budget": "abc"}, "budget=abc"),
+        ({"budget": "[8,16"}, "budget=[8,16: a bracket is not closed"),
+        ({"topk": "4,8]"}, "topk=4,8]: a bracket is not closed"),
+        ({"categories": "[code,prose"}, "categories=[code,prose: a bracket"),
+        ({"load": "capacity", "request_rate": "[1,2"}, "request_rate=[1,2: a bracket"),
         ({"topk": "0"}, "topk=0"),
         ({"window": "-5"}, "window=-5"),
         ({"budget": True}, "budget=True"),
