@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import signal
@@ -31,10 +32,29 @@ PHASE_MARKERS = {
 }
 
 
+# Ports for the emulators tests start, below the kernel's ephemeral range: a port bound to 0 comes
+# from that range, and the emulator binds it only after its load (as SGLang does), by when another
+# process's outgoing connection may hold it (CI: EADDRINUSE with three pytest workers). Each xdist
+# worker takes its own block, so two workers never hand out the same port (8 workers: 24768 and up,
+# clear of the ports the test hosts publish from 18080 on, which a bind test cannot see).
+_PORT_BLOCK = 1000
+_EPHEMERAL_LOW = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+_next_port = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    base = _EPHEMERAL_LOW - _PORT_BLOCK * (worker + 1)
+    assert base > 20000, f"no block of ports below {_EPHEMERAL_LOW} for worker {worker}"
+    for _ in range(_PORT_BLOCK):
+        port = base + next(_next_port) % _PORT_BLOCK
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # a listener of another program
+                continue
+        return port
+    raise RuntimeError(f"no free port in {base}-{base + _PORT_BLOCK - 1}")
 
 
 @dataclass

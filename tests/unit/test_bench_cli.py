@@ -1,14 +1,7 @@
-import socket
-
 import pytest
+from conftest import free_port
 
 from bench.cli import main
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize(
@@ -68,7 +61,7 @@ def test_a_run_needs_concurrency_or_a_request_rate(tmp_path, capsys):
 
 
 def test_unreachable_server_is_reported_before_any_output(tmp_path, capsys):
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     rc = main(
         [
             "run",
