@@ -60,10 +60,12 @@ def test_an_open_loop_cell_keeps_its_rate(start_emulator, model_dirs, tmp_path):
         "--min-requests",
         "200",
         # The client's headroom at the default 5 ms is benchmarks/client_headroom.py's figure. Here
-        # the bound only has to catch a client that does not keep its schedule, on a machine whose
-        # other processes may take the CPU (p99 6.25 ms with both cores busy elsewhere).
+        # the bound only has to catch a client that does not keep its schedule (one that falls
+        # behind is late by more with every arrival, seconds by the end), on a machine whose other
+        # processes may take the CPU: p99 6.25 ms with both cores busy elsewhere, 20.87 ms in a CI
+        # run's rerun alone, which failed a bound of 20.
         "--max-send-lag-ms",
-        "20",
+        "50",
     )
     assert rc == 0
     (rec,) = records.load_records(out)
@@ -74,7 +76,7 @@ def test_an_open_loop_cell_keeps_its_rate(start_emulator, model_dirs, tmp_path):
     assert s["scheduled_rate"] == pytest.approx(40.0, rel=1e-9)
     assert s["achieved_rate"] == pytest.approx(40.0, rel=0.05)
     assert s["valid"] is True and s["invalid_reason"] is None
-    assert s["send_lag_ms"]["p99"] <= s["max_send_lag_ms"] == 20.0
+    assert s["send_lag_ms"]["p99"] <= s["max_send_lag_ms"] == 50.0
     assert s["peak_in_flight"] >= 2  # open loop: sent whatever was in flight
     reqs = records.load_requests(out, rec["cell"]["cell_id"])
     assert all(r["scheduled"] is not None and r["send_lag"] is not None for r in reqs)
