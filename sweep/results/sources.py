@@ -21,7 +21,7 @@ from typing import Any
 from bench.objective import summary_value
 from bench.records import load_records, load_requests
 from sweep.config.objectives import Objective, meets_slo
-from sweep.results.decision import CELL_KEYS, decide
+from sweep.results.decision import CELL_KEYS, decide, objective_columns
 from sweep.results.stats import Estimate, estimate
 from sweep.store.record import RECORDS
 
@@ -87,8 +87,6 @@ def point_rows(
         cell = cells[cid]
         values = {k: [v for _, v in sorted(vs)] for k, vs in figures.items()}
         est: dict[str, Estimate | None] = {k: estimate(values.get(k, [])) for k in METRICS}
-        objective_values = values.get("objective", [])
-        obj = estimate(objective_values)
         rows.append(
             {
                 "point": point,
@@ -99,11 +97,7 @@ def point_rows(
                 "valid": (cid, source) not in invalid,
                 "estimates": est,
                 "repetitions": len({r for vs in figures.values() for r, _ in vs}),
-                "objective_values": objective_values,
-                "objective_n": len(objective_values),
-                "objective_mean": obj.mean if obj else None,
-                "objective_ci_low": obj.ci_low if obj else None,
-                "objective_ci_high": obj.ci_high if obj else None,
+                **objective_columns(values.get("objective", [])),
             }
         )
     return rows
