@@ -76,17 +76,16 @@ def load_points(sweep_dir: Path, objective: Objective | None = None) -> list[Poi
     sweep = layout.read_sweep(sweep_dir) or {}
     planned = {p["id"]: p for p in sweep.get("points") or []}
     found: dict[str, PointResult] = {}
-    for pdir in layout.point_dirs(sweep_dir):
-        status = layout.point_status(sweep_dir, pdir.name)
-        name = layout.POINT_FILE if status == "complete" else layout.FAILURE_FILE
-        meta = layout.read_json(pdir / name) or {}
-        found[pdir.name] = PointResult(
-            pdir.name,
-            status,
-            meta.get("server") or planned.get(pdir.name, {}).get("server") or {},
+    names = [d.name for d in layout.point_dirs(sweep_dir)]
+    for pid, r in layout.recorded(sweep_dir, names).items():
+        meta = r.point if r.status == "complete" else r.failure
+        found[pid] = PointResult(
+            pid,
+            r.status,
+            meta.get("server") or planned.get(pid, {}).get("server") or {},
             bool(meta.get("baseline")),
             meta,
-            _cells(pdir, objective) if status == "complete" else [],
+            _cells(r.dir, objective) if r.status == "complete" else [],
         )
     ruled = sweep.get("ruled_out") or {}
     for pid, p in planned.items():

@@ -55,16 +55,14 @@ def snapshot(sweep_dir: Path, now: float | None = None) -> dict[str, Any]:
     busy = [h for h, v in listed.items() if v] if isinstance(listed, dict) else listed
     hosts = max(1, min(len(busy), len(ids)))
     complete, failed, timings = [], [], []
+    recorded = layout.recorded(sweep_dir, ids)
     for pid in ids:
-        status = layout.point_status(sweep_dir, pid)
-        if status == "complete":
+        r = recorded[pid]
+        if r.status == "complete":
             complete.append(pid)
-            point = layout.read_json(sweep_dir / pid / layout.POINT_FILE) or {}
-            timings.append(point.get("timings") or {})
-        elif status == "failed":
-            failure = layout.read_json(sweep_dir / pid / layout.FAILURE_FILE) or {}
-            if float((failure.get("timings") or {}).get("finished") or 0) >= started:
-                failed.append(pid)
+            timings.append(r.point.get("timings") or {})
+        elif r.status == "failed" and r.failed_at >= started:
+            failed.append(pid)
     # points measured in this run only: earlier runs may have had other load or bench costs
     fresh = [t for t in timings if float(t.get("finished") or 0) >= started] or timings
     per_point = estimate_per_point([t for t in fresh if t])
@@ -91,12 +89,11 @@ def line(sweep_dir: Path, point_id: str | None = None, now: float | None = None)
         + (f" ({snap['failed']} failed)" if snap["failed"] else "")
     ]
     if point_id:
-        status = layout.point_status(sweep_dir, point_id)
-        name = layout.POINT_FILE if status == "complete" else layout.FAILURE_FILE
-        rec = layout.read_json(sweep_dir / point_id / name) or {}
+        r = layout.recorded(sweep_dir, [point_id])[point_id]
+        rec = r.point if r.status == "complete" else r.failure
         t = rec.get("timings") or {}
-        what = f"{point_id} {status}"
-        if t and status == "failed":
+        what = f"{point_id} {r.status}"
+        if t and r.status == "failed":
             # a failed start never reached its ready line: no load or bench time to split out
             what += f" after {fmt_duration(t.get('wall_s'))}"
         elif t:
@@ -105,7 +102,7 @@ def line(sweep_dir: Path, point_id: str | None = None, now: float | None = None)
                 f"{'' if t.get('restarted') else ', no restart'}"
                 f", bench {fmt_duration(t.get('bench_s'))})"
             )
-        if status == "failed":
+        if r.status == "failed":
             cause = f"{rec['cause']}: " if rec.get("cause") else ""
             what += f": {cause}{str(rec.get('reason', ''))[:120]}"
         parts.append(what)
