@@ -107,7 +107,6 @@ def _host_state(sweep_dir: Path, host: str) -> dict[str, Any]:
 
 def _hand_out(sweep_dir: Path, host: str, item: dict[str, Any], why: str) -> dict[str, Any]:
     path = sweep_dir / HOSTS_DIR / f"{host}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {"item": item, "handed": time.time()})
     return {"action": "run", "item": item, "why": why, "started": time.time()}
 

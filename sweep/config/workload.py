@@ -90,7 +90,6 @@ def load(path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path) -> Dat
     write(results_root, ds)
     if key:
         index = results_root / WORKLOADS / FILES / f"{key}.json"
-        index.parent.mkdir(parents=True, exist_ok=True)
         write_json(
             index, {"digest": ds.digest, "total": ds.total, "skipped": ds.skipped, "fmt": ds.fmt}
         )

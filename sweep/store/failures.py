@@ -215,7 +215,6 @@ def remember(root: Path, edge: str, entry: dict[str, Any]) -> None:
     """Adds a verdict under `edge` (one per point and cause; never drops another's)."""
     with store.lock(root):
         path = _verdict_file(root, edge)
-        path.parent.mkdir(parents=True, exist_ok=True)
         key = (entry.get("point"), entry.get("cause"))
         kept = [e for e in recall(root, edge) if (e.get("point"), e.get("cause")) != key]
         kept.append({**entry, "recorded": time.time()})

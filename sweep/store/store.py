@@ -137,7 +137,6 @@ def copy_point(
     attempt) is moved aside, never overwritten."""
     staging = sweep_dir / layout.STAGING / f"{point_id}.copy.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns(layout.POINT_FILE))
     meta = layout.read_json(source / layout.POINT_FILE) or {}
     meta.update(id=point_id, sweep=sweep_dir.name, **note)
