@@ -103,6 +103,7 @@ A fit on the 72-point grid takes 45 to 320 ms of controller CPU (2,048 settings;
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,14 +220,12 @@ def replay(
     running: str | None = None
     used = 0
     known: dict[str, Stats] = {}
-    memo: dict[str, frozenset[str]] = {}
     over: dict[str, float] = {}
 
+    @functools.cache
     def larger(pid: str) -> frozenset[str]:
         """sizes(pid), once a point (memoised: the planner replays at every call)."""
-        if pid not in memo:
-            memo[pid] = frozenset(sizes(pid)) if sizes is not None else frozenset()
-        return memo[pid]
+        return frozenset(sizes(pid)) if sizes is not None else frozenset()
 
     # with sizes, a round runs smallest first (the fewest points below it, then point order),
     # so that a failure rules out the round's larger runs before they start

@@ -26,6 +26,7 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -71,12 +72,10 @@ def replay(
 def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
     """A point's memory share (sweep/search/memory.py memory_share_of) from the journal its run left
     in the sweep (read once a point: the planner replays at every host's ask)."""
-    cache: dict[str, float | None] = {}
 
+    @functools.cache
     def share(pid: str) -> float | None:
-        if pid not in cache:
-            cache[pid] = memory.memory_share_of(sweep_dir / pid / "journal.log")
-        return cache[pid]
+        return memory.memory_share_of(sweep_dir / pid / "journal.log")
 
     return share
 
