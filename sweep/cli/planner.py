@@ -174,7 +174,7 @@ def _claimable(
     for item in queue:
         d = _item_dir(item, plan)
         if item.get("hosts") is not None and host not in item["hosts"]:
-            in_flight += _held_by_other(d, item["id"], host)
+            in_flight += claims.peek(d, item["id"], host, None) == "taken"
             continue
         state = claims.peek(d, item["id"], host, alive)
         if state in ("free", "held", "lost"):
@@ -182,10 +182,6 @@ def _claimable(
         elif state == "taken":
             in_flight += 1
     return free, in_flight
-
-
-def _held_by_other(sweep_dir: Path, point_id: str, host: str) -> int:
-    return 1 if claims.peek(sweep_dir, point_id, host, None) == "taken" else 0
 
 
 def wait_for_run(
