@@ -131,14 +131,14 @@ def report_objective(cli: dict[str, Any]) -> tuple[dict[str, Any], Objective]:
             raise SweepInputError(f"{key}={raw}: not a number of milliseconds") from None
 
     name = str(cli.get("objective") or objectives.DEFAULT)
+    ttft, tpot = number("slo_ttft_ms"), number("slo_tpot_ms")
     # capacity (sweep/config/load.py) ranks capacity searches; its cells are ranked by the default
     checked = objectives.DEFAULT if name == "capacity" else name
     try:
-        ranked = objectives.make(checked, number("slo_ttft_ms"), number("slo_tpot_ms"))
+        ranked = objectives.make(checked, ttft, tpot)
     except ValueError as e:
         raise SweepInputError(str(e)) from None
-    given = {"objective": name, "slo_ttft_ms": number("slo_ttft_ms")}
-    return {**given, "slo_tpot_ms": number("slo_tpot_ms")}, ranked
+    return {"objective": name, "slo_ttft_ms": ttft, "slo_tpot_ms": tpot}, ranked
 
 
 @dataclass
