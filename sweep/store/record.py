@@ -25,7 +25,6 @@ from sweep.store import failures, greedy, store
 
 RECORDS = "records"
 POINT_FORMAT = 1
-# The classifier sglang_ready runs on the host, standard library only: this same file, by path.
 
 
 class RecordError(RuntimeError):
@@ -102,6 +101,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
             raise RecordError(f"point {pid}: the archive from the host holds no bench records")
         finished = time.time()
         previous = layout.read_json(sweep_dir / pid / layout.FAILURE_FILE) or {}
+        identity = measured_identity(point, info.get("host_class"))
         write_json(
             staging / layout.POINT_FILE,
             {
@@ -121,7 +121,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
                 "cells": cells,
                 "failed_attempts": int(previous.get("attempt") or 0),
                 "host_class": info.get("host_class"),
-                "identity": measured_identity(point, info.get("host_class")),
+                "identity": identity,
             },
         )
         target = layout.install_point(sweep_dir, pid, staging, finished)
@@ -129,8 +129,7 @@ def finish_point(sweep_dir: Path, archive: Path, info: dict[str, Any]) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     archive.unlink(missing_ok=True)  # everything it held is in the point directory now
-    identity = measured_identity(point, info.get("host_class")) or {}
-    if identity.get("digest"):
+    if identity and identity.get("digest"):
         store.register(sweep_dir.parent, str(identity["digest"]), target)
     return target
 
