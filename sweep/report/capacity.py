@@ -146,13 +146,10 @@ def curves(
             rates = sorted(r for s, r in mine if s == series and (s, r) in base)
             if not rates:
                 continue
-            curve = Curve(p.point_id, series)
-            curve.rates = rates
-            curve.speedups = [base[(series, r)] / mine[(series, r)] for r in rates]
-            capacity_id = _capacity_id_of(series)
-            curve.limit = limit_of.get((p.point_id, capacity_id)) or rates[-1]
-            curve.crossover = crossover(rates, curve.speedups, curve.limit)
-            out.append(curve)
+            speedups = [base[(series, r)] / mine[(series, r)] for r in rates]
+            limit = limit_of.get((p.point_id, _capacity_id_of(series))) or rates[-1]
+            cross = crossover(rates, speedups, limit)
+            out.append(Curve(p.point_id, series, rates, speedups, cross, limit))
     return out
 
 
