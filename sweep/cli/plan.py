@@ -311,9 +311,8 @@ def settle_same(plan: Plan) -> list[str]:
     (`same_as`). Returns the points recorded now."""
     done = []
     for pid, (twin, why) in plan.same.items():
-        if layout.point_status(plan.sweep_dir, twin) != "complete":
-            continue
-        if layout.point_status(plan.sweep_dir, pid) == "complete":
+        recorded = layout.recorded(plan.sweep_dir, [twin, pid])
+        if recorded[twin].status != "complete" or recorded[pid].status == "complete":
             continue
         point = next(p for p in plan.points if p.point_id == pid)
         ident = plan.identities.get(pid)
