@@ -278,20 +278,7 @@ def capacity_templates(cfg: RunConfig) -> list[Cell]:
     """One open-loop cell per capacity search, at the search's start rate."""
     if cfg.slo is None:
         return []
-    return build_matrix(
-        cfg.contexts,
-        [],
-        cfg.output_lens,
-        cfg.categories,
-        cfg.repetitions,
-        cfg.requests_per_slot,
-        cfg.min_requests,
-        cfg.warmup,
-        [cfg.capacity_start_rate],
-        cfg.burstiness,
-        cfg.max_concurrency,
-        cfg.open_loop_seconds,
-    )
+    return _cells(cfg, cfg.repetitions, [], [cfg.capacity_start_rate])
 
 
 def capacity_id(template: Cell) -> str:
@@ -396,16 +383,23 @@ def greedy_pool(cfg: RunConfig) -> list[Conversation]:
 def _matrix(cfg: RunConfig, repetitions: int) -> list[Cell]:
     if cfg.slo is not None and not cfg.concurrencies and not cfg.request_rates:
         return []
+    return _cells(cfg, repetitions, cfg.concurrencies, cfg.request_rates)
+
+
+def _cells(
+    cfg: RunConfig, repetitions: int, concurrencies: list[int], rates: list[float]
+) -> list[Cell]:
+    """The run's matrix with these loads (build_matrix of the rest of `cfg`)."""
     return build_matrix(
         cfg.contexts,
-        cfg.concurrencies,
+        concurrencies,
         cfg.output_lens,
         cfg.categories,
         repetitions,
         cfg.requests_per_slot,
         cfg.min_requests,
         cfg.warmup,
-        cfg.request_rates,
+        rates,
         cfg.burstiness,
         cfg.max_concurrency,
         cfg.open_loop_seconds,
