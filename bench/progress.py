@@ -48,7 +48,7 @@ class Progress:
         self.stream.flush()
 
     def extend(self, cells: int, requests: int) -> None:
-        """Cells added to the run after it started (more repetitions)."""
+        """Cells added to the run after it started (more repetitions, capacity trials)."""
         self.total_cells += cells
         self.total_requests += requests
 

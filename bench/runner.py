@@ -320,12 +320,6 @@ def _replay(cfg: RunConfig, template: Cell, search: Search, fresh: set[str]) -> 
     return None
 
 
-def _replayed(cfg: RunConfig, template: Cell) -> Search:
-    search = _new_search(cfg)
-    _replay(cfg, template, search, set())
-    return search
-
-
 def _result(cfg: RunConfig, template: Cell, search: Search) -> dict[str, Any]:
     assert cfg.slo is not None
     return {"capacity_id": capacity_id(template), "slo": cfg.slo.to_dict(), **search.result()}
@@ -350,8 +344,7 @@ async def run_capacity(
                 search.stopped = f"stopped at the bound of {cfg.capacity_max_seconds:g} s"
                 break
             # a search's trials are known one at a time
-            progress.total_cells += 1
-            progress.total_requests += cell.num_requests
+            progress.extend(1, cell.num_requests)
             record = await run_cell(
                 server, builder, cell, cfg, progress, await server.server_info()
             )
@@ -483,15 +476,14 @@ async def run_benchmark(cfg: RunConfig) -> list[dict[str, Any]]:
         cfg.redo or not greedy.is_done(cfg.out, greedy_params)
     )
     templates = capacity_templates(cfg)
-    capacity_due = any(_replay(cfg, t, _new_search(cfg), set()) is not None for t in templates)
+    # each search replayed over its recorded trials; none due: all replayed to their end
+    replayed = [(t, _new_search(cfg)) for t in templates]
+    capacity_due = any(_replay(cfg, t, search, set()) is not None for t, search in replayed)
     if not pending and not greedy_due and not capacity_due:
         # nothing to measure: do not touch the server at all; the recorded trials of a capacity
         # search are judged against this run's SLO
         if templates:
-            records.write_json(
-                cfg.out / CAPACITY_FILE,
-                [_result(cfg, t, _replayed(cfg, t)) for t in templates],
-            )
+            records.write_json(cfg.out / CAPACITY_FILE, [_result(cfg, *r) for r in replayed])
         for cell in cells:
             progress.skip(cell.cell_id, cell.num_requests)
         records.write_summaries(cfg.out)
