@@ -44,28 +44,18 @@ class ChatServer(Protocol):
         ...
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
-    i = 0
-    while i < limit and a[-1 - i] == b[-1 - i]:
-        i += 1
-    return i
-
-
 def span(full: list[int], without: list[int]) -> tuple[int, int]:
     """(prefix, suffix): how many leading and trailing ids `full` shares with `without`, the
     same conversation with one span's text emptied; full[prefix:len(full)-suffix] is that span
     (with any boundary token the emptied text changed)."""
-    prefix = _common_prefix(full, without)
-    limit = min(len(full), len(without)) - prefix
-    return prefix, _common_suffix(full, without, limit)
+    n = min(len(full), len(without))
+    prefix = suffix = 0
+    while prefix < n and full[prefix] == without[prefix]:
+        prefix += 1
+    # the suffix never reaches into the prefix
+    while suffix < n - prefix and full[-1 - suffix] == without[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
 
 
 def cyclic(text: str, offset: int, chars: int) -> str:
