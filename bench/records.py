@@ -27,6 +27,12 @@ COUNT_COLUMNS = ("repetition", "requests", "completed", "failed", "incomplete")
 # open-loop cells (empty for closed-loop ones): their load, and whether the client kept to it
 OPEN_LOOP_COLUMNS = ("request_rate", "burstiness")
 OPEN_LOOP_FIGURES = ("achieved_rate", "send_lag_p99_ms", "valid", "invalid_reason")
+# the tails of the latency distributions: column -> (summary key, statistic)
+TAIL_COLUMNS = {
+    f"{name[:-3]}_{stat}_ms": (name, stat)
+    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
+    for stat in ("p90", "p99")
+}
 
 
 def write_atomic(path: Path, data: str) -> None:
@@ -119,14 +125,10 @@ def summary_row(rec: dict[str, Any]) -> dict[str, Any]:
     row["repetition"] = cell.get("repetition")
     row.update({k: s.get(k) for k in COUNT_COLUMNS if k in s})
     row.update(headline(s))
-    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms"):
-        for stat in ("p90", "p99"):
-            row[f"{name[:-3]}_{stat}_ms"] = (s.get(name) or {}).get(stat)
+    row.update({col: (s.get(name) or {}).get(stat) for col, (name, stat) in TAIL_COLUMNS.items()})
     row.update({k: cell.get(k) for k in OPEN_LOOP_COLUMNS})
-    row["achieved_rate"] = s.get("achieved_rate")
+    row.update({k: s.get(k) for k in OPEN_LOOP_FIGURES})
     row["send_lag_p99_ms"] = (s.get("send_lag_ms") or {}).get("p99")
-    row["valid"] = s.get("valid")
-    row["invalid_reason"] = s.get("invalid_reason")
     return row
 
 
@@ -135,12 +137,7 @@ def write_summaries(out: Path) -> list[dict[str, Any]]:
     aggregate rows."""
     records = load_records(out)
     rows = [summary_row(r) for r in records]
-    extra = [
-        f"{n[:-3]}_{s}_ms"
-        for n in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
-        for s in ("p90", "p99")
-    ]
-    cols = [*PARAM_COLUMNS, *COUNT_COLUMNS, *HEADLINE, *extra, *OPEN_LOOP_COLUMNS]
+    cols = [*PARAM_COLUMNS, *COUNT_COLUMNS, *HEADLINE, *TAIL_COLUMNS, *OPEN_LOOP_COLUMNS]
     cols += OPEN_LOOP_FIGURES
     write_atomic(out / "summary.csv", _csv(rows, cols))
     agg = aggregate_points(records)
