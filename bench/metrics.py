@@ -296,14 +296,16 @@ HEADLINE = {
 }
 
 
+def summary_value(summary: dict[str, Any], path: Sequence[str]) -> float | None:
+    """The number at `path` (keys, one per level) of a summary; None where there is none."""
+    v: Any = summary
+    for k in path:
+        v = v.get(k) if isinstance(v, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def headline(summary: dict[str, Any]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for name, path in HEADLINE.items():
-        v: Any = summary
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        out[name] = float(v) if isinstance(v, (int, float)) else None
-    return out
+    return {name: summary_value(summary, path) for name, path in HEADLINE.items()}
 
 
 def aggregate_repetitions(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -25,18 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.capacity import Slo
+from bench.metrics import summary_value as summary_value  # sweep/ reads it here
 from bench.records import load_requests
 
 HIGHER_IS_BETTER = {"throughput": True, "tpot": False, "goodput": True}
 OBJECTIVES = tuple(HIGHER_IS_BETTER)
 DEFAULT = "throughput"
-
-
-def summary_value(summary: dict[str, Any], path: Sequence[str]) -> float | None:
-    v: Any = summary
-    for k in path:
-        v = v.get(k) if isinstance(v, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def observations(
