@@ -67,20 +67,16 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return out
 
 
-def _is_cumulative(name: str) -> bool:
-    base = name.split("{", 1)[0]
-    return base.endswith(("_total", "_count", "_sum", "_bucket"))
-
-
 def metrics_diff(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
     """Server-side view of one cell: counters and histogram parts as after - before, gauges as
     their value after the cell. Only `sglang:` series; buckets left out to keep records small."""
     delta: dict[str, float] = {}
     gauges: dict[str, float] = {}
     for key, val in after.items():
-        if not key.startswith("sglang:") or "_bucket" in key.split("{", 1)[0]:
+        base = key.split("{", 1)[0]
+        if not key.startswith("sglang:") or "_bucket" in base:
             continue
-        if _is_cumulative(key):
+        if base.endswith(("_total", "_count", "_sum")):
             delta[key] = val - before.get(key, 0.0)
         else:
             gauges[key] = val
@@ -165,20 +161,18 @@ class Server:
                 return redact(data)
         raise ServerError(f"{self.url} has no usable /server_info (last status {status})")
 
-    async def model_max_len(self) -> int | None:
+    async def context_length(self, info: dict[str, Any]) -> int | None:
+        """Longest prompt + output the server accepts, from the server itself: its /server_info
+        (`info`), else the model cards of /v1/models."""
+        for key in ("context_length", "max_model_len"):
+            if isinstance(info.get(key), int):
+                return int(info[key])
         status, data = await self._json("GET", "/v1/models")
         if status == 200 and isinstance(data, dict):
             for card in data.get("data") or []:
                 if isinstance(card, dict) and isinstance(card.get("max_model_len"), int):
                     return int(card["max_model_len"])
         return None
-
-    async def context_length(self, info: dict[str, Any]) -> int | None:
-        """Longest prompt + output the server accepts, from the server itself."""
-        for key in ("context_length", "max_model_len"):
-            if isinstance(info.get(key), int):
-                return int(info[key])
-        return await self.model_max_len()
 
     async def generate_once(
         self, payload: dict[str, Any], timeout_s: float | None = None
