@@ -192,9 +192,6 @@ class PromptBuilder:
                 )
         return self._vocab
 
-    def conversations(self, category: str) -> list[Conversation]:
-        return chat_pool(category, self.dataset)
-
     @property
     def chat(self) -> ChatRenderer:
         if self._chat is None:
@@ -207,7 +204,7 @@ class PromptBuilder:
         start, so every domain comes round; a dataset's is taken in a seeded shuffle. A pool
         used up is taken again with the material shifted, so no two requests share a prefix
         (a dataset's own conversations do repeat then)."""
-        pool = self.conversations(category)
+        pool = chat_pool(category, self.dataset)
         rng = random.Random(seed)
         if category == "chat":
             start = rng.randrange(len(pool))
