@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.capacity import Slo
-from bench.metrics import summary_value as summary_value  # sweep/ reads it here
+from bench.metrics import summary_value
 from bench.records import load_requests
 
 HIGHER_IS_BETTER = {"throughput": True, "tpot": False, "goodput": True}

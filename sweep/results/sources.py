@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.objective import summary_value
+from bench.metrics import summary_value
 from bench.records import load_records, load_requests
 from sweep.config.objectives import Objective, meets_slo
 from sweep.results.decision import CELL_KEYS, decide, objective_columns

@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.objective import observations, summary_value
+from bench.metrics import summary_value
+from bench.objective import observations
 
 LEVEL = 0.95
 ALPHA = 0.05
