@@ -50,19 +50,19 @@ from sweep.__main__ import main as sweep_main  # noqa: E402  (needs ROOT on sys.
 READ_ONLY = frozenset(("check", "winner", "status"))
 
 
-def _hinted(name: str, known: list[str], prefix: str) -> str:
-    """`name`, with the closest of `known` compared past their shared `prefix` (which would make
-    every name look close)."""
+def _hint(name: str, known: list[str], prefix: str = "") -> str:
+    """What follows an unknown `name`: the closest of `known` as " (did you mean ...?)", or "".
+    Names are compared past their shared `prefix` (which would make every name look close)."""
     rest = {k.removeprefix(prefix): k for k in known if k.startswith(prefix)}
     close = difflib.get_close_matches(name.removeprefix(prefix), list(rest), 1)
-    return f"{name} (did you mean {rest[close[0]]}?)" if close else name
+    return f" (did you mean {rest[close[0]]}?)" if close else ""
 
 
 def _unknown_settings(task_vars: dict[str, Any], settings: list[str]) -> list[str]:
     """Every variable of a play host under a prefix of `settings` that is none of them."""
     prefixes = tuple({"_".join(name.split("_")[:2]) + "_" for name in settings})
     return [
-        f"{host}: {_hinted(name, settings, next(p for p in prefixes if name.startswith(p)))}"
+        f"{host}: {name}{_hint(name, settings, next(p for p in prefixes if name.startswith(p)))}"
         for host in task_vars.get("ansible_play_hosts_all") or []
         for name in sorted(task_vars["hostvars"][host])
         if name.startswith(prefixes) and name not in settings
@@ -85,12 +85,10 @@ class ActionModule(ActionBase):
         known = [str(name) for name in self._task.args.get("parameters") or []]
         for name in sorted(load_extra_vars(self._loader)) if known else []:
             if name not in known and not name.startswith(("sglang_", "ansible_")):
-                close = difflib.get_close_matches(name, known, 1)
                 raise AnsibleActionFail(
-                    f"-e {name}: not a parameter of this playbook"
-                    + (f" (did you mean {close[0]}?)" if close else "")
-                    + "; its parameters: docs/parameters.md. An inventory variable given with -e"
-                    " is named sglang_* or ansible_*."
+                    f"-e {name}: not a parameter of this playbook{_hint(name, known)}; its"
+                    " parameters: docs/parameters.md. An inventory variable given with -e is named"
+                    " sglang_* or ansible_*."
                 )
         settings = [str(name) for name in self._task.args.get("settings") or []]
         unknown = _unknown_settings(task_vars or {}, settings) if settings else []
