@@ -174,21 +174,18 @@ def _choose(candidates: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str
     env_names = set(facts.get("env") or [])
     for candidate in candidates:
         rule = dict(candidate)
+        info = rule.pop("info", None)
         if "flag" in rule:
             option = options.get(rule["flag"])
             if not option or not option.get("takes_value", True):
                 continue
-            rule.pop("info", None)
-            if option["dest"] in fields:
-                rule["info"] = option["dest"]
-            return rule
-        if "env" in rule:
-            if rule["env"] in env_names:
-                rule.pop("info", None)
-                return rule
-            continue
-        if rule.get("info") not in fields:
-            rule.pop("info", None)
+            info = option["dest"]  # the field the flag sets, whatever the candidate said
+        elif "env" in rule:
+            if rule["env"] not in env_names:
+                continue
+            info = None  # the environment never shows in /server_info
+        if info is not None and info in fields:
+            rule["info"] = info
         return rule
     return None
 
