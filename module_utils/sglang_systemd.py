@@ -32,7 +32,7 @@ class SystemdError(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
-class UnitState:
+class UnitState:  # one field per SHOW_PROPERTIES entry, in its order (as_dict)
     main_pid: int
     invocation: str
     active_state: str
@@ -51,17 +51,8 @@ class UnitState:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "MainPID": self.main_pid,
-            "InvocationID": self.invocation,
-            "ActiveState": self.active_state,
-            "SubState": self.sub_state,
-            "NRestarts": self.n_restarts,
-            "Result": self.result,
-            "ExecMainStatus": self.exec_main_status,
-            "ControlGroup": self.control_group,
-            "LoadState": self.load_state,
-        }
+        """By systemd's property names: the fields are SHOW_PROPERTIES, in the same order."""
+        return dict(zip(SHOW_PROPERTIES, dataclasses.astuple(self), strict=True))
 
 
 def parse_int(text: str | None, default: int = 0) -> int:
