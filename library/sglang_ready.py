@@ -512,10 +512,9 @@ REQUIRED_IF = [["api_key_from_unit", True, ["unit"]]]
 
 def build_dependencies(module: AnsibleModule, settings: Settings) -> Dependencies:
     def run(cmd: list[str]) -> tuple[int, str, str]:
-        rc, out, err = module.run_command(
+        return module.run_command(
             cmd, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": "", "SYSTEMD_COLORS": "0"}
         )
-        return rc, out, err
 
     return Dependencies(
         systemd=SystemdReader(run),
@@ -554,10 +553,7 @@ def run_checks(module: AnsibleModule, secrets: list[str]) -> tuple[bool, dict[st
             + ", ".join(sorted(settings.expect_env))
         )
     try:
-        if settings.check_mode:
-            result = check_once(settings, deps)
-        else:
-            result = wait_until_ready(settings, deps)
+        result = (check_once if settings.check_mode else wait_until_ready)(settings, deps)
     except ReadinessError as exc:
         return True, {**exc.result, **extra, "msg": exc.msg}
     return False, {**result, **extra}
@@ -579,13 +575,10 @@ def main() -> None:
     # exit_json/fail_json are called outside any except block: fail_json would otherwise attach
     # the pending exception's traceback (with its unredacted message) when tracebacks are on.
     result = redact(result, secrets)
+    if trace is not None:
+        result["exception"] = redact(trace, secrets)
     if failed:
-        msg = result.pop("msg")
-        if trace is not None:
-            module.fail_json(msg=msg, exception=redact(trace, secrets), **result)
-        else:
-            module.fail_json(msg=msg, **result)
-        return
+        module.fail_json(**result)
     module.exit_json(**result)
 
 
