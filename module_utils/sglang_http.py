@@ -65,8 +65,7 @@ class HttpClient:
     def __init__(self, base_url: str, api_key: str | None, validate_certs: bool) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self.set_api_key(api_key)
         handlers: list[urllib.request.BaseHandler] = []
         if base_url.startswith("https") and not validate_certs:
             context = ssl.create_default_context()
