@@ -77,8 +77,7 @@ def sglang_server_launch(cfg: dict[str, Any], dialect: dict[str, Any]) -> dict[s
                 continue
             if rule.get("info"):
                 expect[rule["info"]] = value
-    for extra in cfg.get("extra_flags") or []:
-        flags.append([str(extra)])
+    flags += [[str(extra)] for extra in cfg.get("extra_flags") or []]
     return {"flags": flags, "env": env, "expect": expect, "expect_env": dict(env)}
 
 
