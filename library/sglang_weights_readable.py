@@ -266,7 +266,6 @@ class _Walker:
         self.uid = uid
         self.gids = frozenset(gids)
         self.files = 0
-        self.fingerprints: dict[str, str] = {}
         self._lstat: dict[str, os.stat_result] = {}
         self._acl: dict[str, Acl | None] = {}
 
@@ -328,8 +327,9 @@ class _Walker:
             return Problem(exc.filename or cur, "error", root, via, detail=exc.strerror or str(exc))
         return cur, st, via
 
-    def tree(self, root: str) -> Problem | None:
-        """Checks root and, when it is a directory, everything below it (depth first, sorted)."""
+    def tree(self, root: str) -> Problem | str:
+        """Checks root and, when it is a directory, everything below it (depth first, sorted);
+        its fingerprint when every file is readable."""
         seen: set[tuple[int, int]] = set()
         stack = [root]
         digest = hashlib.sha256()
@@ -358,19 +358,19 @@ class _Walker:
                 except OSError as exc:
                     return Problem(real, "error", root, detail=exc.strerror or str(exc))
                 stack.extend(os.path.join(path, n) for n in names)
-        self.fingerprints[root] = digest.hexdigest()
-        return None
+        return digest.hexdigest()
 
 
 def scan(paths: Sequence[str], uid: int, gids: Iterable[int]) -> Scan:
     """The first path of `paths` (trees, in order) that uid with gids cannot read, and the count."""
     walker = _Walker(uid, gids)
+    fingerprints: dict[str, str] = {}  # by the path as given
     for path in paths:
-        absolute = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-        problem = walker.tree(absolute)
-        if problem:
-            return Scan(problem, walker.files, walker.fingerprints)
-    return Scan(None, walker.files, walker.fingerprints)
+        found = walker.tree(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+        if isinstance(found, Problem):
+            return Scan(found, walker.files, fingerprints)
+        fingerprints[path] = found
+    return Scan(None, walker.files, fingerprints)
 
 
 def group_name(gid: int) -> str:
@@ -493,12 +493,7 @@ def main() -> None:
         "user": who.as_dict(),
         "problem": None,
         "problems": [],
-        "fingerprints": {
-            path: result.fingerprints[absolute]
-            for path in p["paths"]
-            if (absolute := path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
-            in result.fingerprints
-        },
+        "fingerprints": result.fingerprints,
     }
     if result.problem is None:
         out["msg"] = (
