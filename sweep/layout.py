@@ -51,15 +51,6 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def read_json_list(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSON list file ([] where it is absent, unreadable or not a list)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
-
-
 @dataclass(frozen=True)
 class Recorded:
     """A point's directory, read once: its status, point.json and failure.json ({} where absent

@@ -17,6 +17,7 @@ baseline as a function of offered load with the crossover above which it is slow
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,6 @@ from typing import Any
 from bench.capacity import CAPACITY_FILE
 from bench.records import load_records
 from bench.workload import num_label
-from sweep import layout
 from sweep.results.results import PointResult
 from sweep.store.record import RECORDS
 
@@ -57,7 +57,12 @@ class Curve:
 
 
 def load(point_dir: Path) -> list[dict[str, Any]]:
-    return layout.read_json_list(point_dir / RECORDS / CAPACITY_FILE)
+    path = point_dir / RECORDS / CAPACITY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
 
 
 def capacities(sweep_dir: Path, points: list[PointResult]) -> list[Capacity]:

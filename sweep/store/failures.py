@@ -208,7 +208,11 @@ def _verdict_file(root: Path, edge: str) -> Path:
 
 
 def recall(root: Path, edge: str) -> list[dict[str, Any]]:
-    return layout.read_json_list(_verdict_file(root, edge))
+    try:
+        data = json.loads(_verdict_file(root, edge).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
 
 
 def remember(root: Path, edge: str, entry: dict[str, Any]) -> None:

@@ -88,9 +88,17 @@ def _index(root: Path, key: str) -> Path:
     return root / STORE / f"{key}.json"
 
 
+def _entries(root: Path, key: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_index(root, key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+
 def lookup(root: Path, key: str) -> Path | None:
     """The newest complete point directory measured under `key`, or None."""
-    for entry in reversed(layout.read_json_list(_index(root, key))):
+    for entry in reversed(_entries(root, key)):
         pdir = root / str(entry.get("dir", ""))
         meta = layout.read_json(pdir / layout.POINT_FILE) or {}
         if meta.get("status") == "complete" and (meta.get("identity") or {}).get("digest") == key:
@@ -117,7 +125,7 @@ def register(root: Path, key: str, point_dir: Path) -> None:
     """Adds a complete point directory to the store (idempotent)."""
     rel = os.path.relpath(point_dir, root)
     with lock(root):
-        entries = [e for e in layout.read_json_list(_index(root, key)) if e.get("dir") != rel]
+        entries = [e for e in _entries(root, key) if e.get("dir") != rel]
         entries.append({"dir": rel, "recorded": time.time()})
         write_atomic(_index(root, key), json.dumps(entries, indent=1) + "\n")
 
