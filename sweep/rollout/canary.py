@@ -102,7 +102,7 @@ def check(
         record.extract(archive, work)
         records_dir = work / record.RECORDS
         canary_values = _cell_values(records_dir, load_records(records_dir), cell, obj)
-        answers = greedy.load(work)
+        answers = greedy.answers_of(work)
     finally:
         keep = _greedy_verdict(sweep_dir, points, host_class, answers, greedy_match_min)
         shutil.rmtree(work, ignore_errors=True)
@@ -136,7 +136,7 @@ def _greedy_verdict(
     ]
     if not bases or answers is None:
         return None
-    reference = greedy.load(sweep_dir / bases[0].point_id)
+    reference = greedy.answers_of(sweep_dir / bases[0].point_id)
     if reference is None:
         return None
     return greedy.compare("canary", answers, bases[0].point_id, reference, minimum)

@@ -52,7 +52,7 @@ class Verdict:
         )
 
 
-def load(point_dir: Path) -> dict[str, Any] | None:
+def answers_of(point_dir: Path) -> dict[str, Any] | None:
     return layout.read_json(point_dir / "records" / GREEDY_FILE)
 
 
@@ -124,7 +124,8 @@ def verdicts(sweep_dir: Path, points: list[Any], minimum: float = MATCH_MIN) -> 
                 p.point_id, "unchecked", why="no complete baseline of its hardware class"
             )
             continue
-        answers, reference = load(sweep_dir / p.point_id), load(sweep_dir / base.point_id)
+        answers = answers_of(sweep_dir / p.point_id)
+        reference = answers_of(sweep_dir / base.point_id)
         if answers is None or reference is None:
             missing = p.point_id if answers is None else base.point_id
             out[p.point_id] = Verdict(
