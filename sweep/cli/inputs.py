@@ -277,26 +277,14 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
     retired(cli)
     inventory = host_settings(inp["host"]) if "host" in inp else inp.get("inventory") or {}
     points = expand(cli, inventory, inp.get("server"))
-    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
-    results = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve()
-    dataset = None
-    if not absent(cli.get("dataset")):
-        try:
-            dataset = workload.load(
-                cli["dataset"],
-                cli.get("dataset_sample"),
-                cli.get("dataset_seed"),
-                cli.get("dataset_format"),
-                results,
-            )
-        except workload.WorkloadError as e:
-            raise SweepInputError(str(e)) from None
-    elif any(not absent(cli.get(k)) for k in ("dataset_sample", "dataset_seed", "dataset_format")):
-        raise SweepInputError(
-            "dataset_sample, dataset_seed and dataset_format need -e dataset=PATH"
-        )
-    bench = bench_params(cli, inventory, dataset)
+    # the values that need no file read first, so a bad one is named before a dataset is sampled
     objective, ranked = report_objective(cli)  # checked now: the report runs after every point
+    stop = as_bool(
+        "stop_on_failure",
+        cli.get("stop_on_failure"),
+        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
+    )
+    fresh = as_bool("fresh", cli.get("fresh"), False)
     if not absent(cli.get("greedy_match_min")):
         try:
             greedy.check_minimum(cli["greedy_match_min"])
@@ -321,6 +309,25 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             )
     else:
         strategy = search_strategy(cli, ranked, len(hosts))
+    root = cli.get("results_dir") or inp.get("results_root") or inventory.get("results_dir")
+    results = Path(root or SWEEP_DEFAULTS["sglang_sweep_results_dir"]).resolve()
+    dataset = None
+    if not absent(cli.get("dataset")):
+        try:
+            dataset = workload.load(
+                cli["dataset"],
+                cli.get("dataset_sample"),
+                cli.get("dataset_seed"),
+                cli.get("dataset_format"),
+                results,
+            )
+        except workload.WorkloadError as e:
+            raise SweepInputError(str(e)) from None
+    elif any(not absent(cli.get(k)) for k in ("dataset_sample", "dataset_seed", "dataset_format")):
+        raise SweepInputError(
+            "dataset_sample, dataset_seed and dataset_format need -e dataset=PATH"
+        )
+    bench = bench_params(cli, inventory, dataset)
     name = str(cli.get("sweep_name") or inventory.get("sweep_name") or default_name(points, bench))
     if not _NAME.match(name):
         raise SweepInputError(f"sweep_name={name}: use letters, digits, '.', '_' and '-'")
@@ -330,12 +337,6 @@ def read_inputs(inp: dict[str, Any]) -> Inputs:
             f"sweep {name} was run with bench parameters {json.dumps(previous.get('bench'))}; "
             f"now {json.dumps(bench)}. Use another sweep_name (or remove {results / name})."
         )
-    stop = as_bool(
-        "stop_on_failure",
-        cli.get("stop_on_failure"),
-        as_bool("sglang_sweep_stop_on_failure", inventory.get("stop_on_failure"), False),
-    )
-    fresh = as_bool("fresh", cli.get("fresh"), False)
     classes = {str(h): str(c) for h, c in (inp.get("classes") or {}).items()}
     by_class: dict[str, dict[str, Any]] = {}
     for h, caps in (inp.get("capabilities") or {}).items():

@@ -149,6 +149,24 @@ def test_bad_input_is_named_before_anything_is_written(
     assert left in ([], [".workloads"])
 
 
+@pytest.mark.parametrize(
+    ("cli", "says"),
+    [
+        ({"fresh": "maybe"}, "fresh=maybe"),
+        ({"objective": "speed"}, "speed"),
+        ({"greedy_match_min": "2"}, "greedy_match_min"),
+        ({"search": "model", "max_restarts": "0"}, "max_restarts=0"),
+    ],
+)
+def test_a_bad_value_that_needs_no_file_is_named_before_the_dataset_is_read(
+    tmp_path: Path, traffic: Path, cli: dict[str, str], says: str
+) -> None:
+    results = tmp_path / "results"
+    with pytest.raises(SweepInputError, match=says):
+        plan.make_plan(plan_input(results, budget="4,8", dataset=str(traffic), **cli))
+    assert not (results / workload.WORKLOADS).exists()  # the file was not sampled
+
+
 def test_a_dataset_is_measured_as_sent_unless_lengths_are_given(
     tmp_path: Path, traffic: Path
 ) -> None:
