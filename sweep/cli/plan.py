@@ -221,29 +221,26 @@ def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     if not searched:
         raise SweepInputError(f"search={strat.name}: no point to search (only the baseline)")
     since = inp.started
-    measured = search_rounds.measurements(searched, records, objective, since)
     identities = {p.point_id: every[p.point_id] for p in searched if p.point_id in every}
     # warm starts: the points measured before under the same identity, in the sweep or the store
     found = {} if inp.fresh else store.earlier(sweep_dir, identities)
-    warm = search_rounds.warm_starts(searched, records, objective, found)
-    excluded, rules = failures.for_search(
+    lessons = failures.for_search(
         sweep_dir, records, searched, identities, inp.host_classes, inp.fresh, since
     )
+    measured, warm = search_rounds.measurements(searched, records, objective, since, found)
     try:
-        memory = search_rounds.memory_of(sweep_dir)
-        state = search_rounds.replay(searched, measured, strat, warm, excluded, rules, memory)
+        state = search_rounds.replay(searched, measured, strat, warm, lessons, sweep_dir)
     except ValueError as e:
         raise SweepInputError(f"search={strat.name}: {e}") from None
-    # warm starts not copied into the sweep yet: planned with the round, so found and copied
-    adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     stopped = search_rounds.stopped(sweep_dir, since)
     info = search_rounds.search_info(
         records, strat, since, state, stopped, objective, bench["repetitions"]
     )
+    rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
+    # warm starts not copied into the sweep yet: planned with the round, so found and copied
+    adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     if state.pending and not stopped:
-        todo = [r.point for r in state.pending] + baseline + adopt
-        plan = _sweep_plan(inp, todo, known)
-        rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
+        plan = _sweep_plan(inp, [r.point for r in state.pending] + baseline + adopt, known)
         plan.more = rule.to_json() if rule is not None else None
     else:
         finals = [r.point for rnd in state.rounds for r in rnd.runs]

@@ -12,7 +12,7 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
   failed point. After a stop (stop_on_failure, or a bench that refused) nothing more runs.
 - Warm starts: a point measured before under the same identity (sweep/store/store.py; copied into
   the sweep, `reused_from`) is known to the search from its first round and costs no restart
-  (warm_starts).
+  (measurements).
 - `search.json` in the sweep's directory: the strategy, the rounds so far (describe_model), the
   failed runs, and, once the search is over, restarts and time against the full grid
   (search_state.account, from the recorded load and bench times); its verdict: settled or not,
@@ -29,7 +29,7 @@ import dataclasses
 import functools
 import math
 import statistics
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +52,20 @@ def replay(
     points: Sequence[Any],
     measured: list[Measurement],
     strat: ModelSearch,
-    warm: Sequence[Measurement] = (),
-    excluded: Collection[str] = (),
-    rules: Callable[[str], Iterable[str]] | None = None,
-    memory: Callable[[str], float | None] | None = None,
+    warm: Sequence[Measurement],
+    lessons: failures.ForSearch,
+    sweep_dir: Path,
 ) -> ModelState[Any]:
     """The search's state, the points placed on the grid's axes first (a point left out, a twin,
-    is a hole in the grid); `warm`: the warm starts; `excluded`, `rules`: what failures rule out
-    (sweep/store/failures.py); `memory`: the share of its memory a point's run used (memory_of),
-    which the model search fits."""
+    is a hole in the grid); `warm`: the warm starts; `lessons`: what failures rule out and the
+    points' sizes in memory (sweep/store/failures.py for_search); `sweep_dir`: where the runs'
+    journals tell the share of its memory a point's run used (memory_of), which the model search
+    fits."""
     coords = {p.point_id: (p.algorithm, p.budget, p.topk, p.window, p.env) for p in points}
     grid = grid_axes.Grid.of(coords)
-    # the points' sizes in memory: a round runs smallest first, and an edge a failure shows is
-    # probed from below (as benchmarks/search_surfaces.py measures it)
-    sizes = failures.dominated(points)
-    return model_search.replay(points, grid, measured, strat, warm, excluded, rules, sizes, memory)
+    excluded, rules, sizes = lessons
+    share = memory_of(sweep_dir)
+    return model_search.replay(points, grid, measured, strat, warm, excluded, rules, sizes, share)
 
 
 def memory_of(sweep_dir: Path) -> Callable[[str], float | None]:
@@ -93,18 +92,32 @@ def run_values(point_dir: Path, objective: Objective) -> tuple[float, ...]:
 
 
 def measurements(
-    points: Sequence[Any], records: layout.Records, objective: Objective, since: float
-) -> list[Measurement]:
-    """What the sweep recorded for `points` (`records`: their directories, layout.recorded):
-    complete runs, and runs failed since `since`."""
-    out = []
+    points: Sequence[Any],
+    records: layout.Records,
+    objective: Objective,
+    since: float,
+    found: dict[str, Path],
+) -> tuple[list[Measurement], list[Measurement]]:
+    """What the search knows of `points` (`records`: their directories, layout.recorded), each
+    directory read once: its own runs (complete, and runs failed since `since`), and its warm
+    starts with values: each point copied into the sweep from an earlier measurement under the
+    same identity (complete, `reused_from`), and each point `found` in the store
+    (sweep/store/store.py lookup, point id -> its directory) not copied yet."""
+    measured, warm = [], []
     for p in points:
         r = records[p.point_id]
         if r.status == "complete":
-            out.append(Measurement(p.point_id, 0, run_values(r.dir, objective)))
-        elif r.status == "failed" and r.failed_at >= since:
-            out.append(Measurement(p.point_id, 0, ()))
-    return out
+            values = run_values(r.dir, objective)
+            measured.append(Measurement(p.point_id, 0, values))
+            known = values if r.point.get("reused_from") else ()
+        else:
+            if r.status == "failed" and r.failed_at >= since:
+                measured.append(Measurement(p.point_id, 0, ()))
+            source = found.get(p.point_id)
+            known = run_values(source, objective) if source is not None else ()
+        if known:
+            warm.append(Measurement(p.point_id, 0, known))
+    return measured, warm
 
 
 def more_rule(
@@ -138,27 +151,6 @@ def more_rule(
         objective.slo_tpot_ms,
         margin=strat.margin,
     )
-
-
-def warm_starts(
-    points: Sequence[Any], records: layout.Records, objective: Objective, found: dict[str, Path]
-) -> list[Measurement]:
-    """The model search's warm starts: each point copied into the sweep from an earlier
-    measurement under the same identity (complete, `reused_from`), and each point `found` in the
-    store (sweep/store/store.py lookup, point id -> its directory) not copied yet; those with
-    values."""
-    out = []
-    for p in points:
-        pid = p.point_id
-        r = records[pid]
-        if r.status == "complete":
-            source = r.dir if r.point.get("reused_from") else None
-        else:
-            source = found.get(pid)
-        values = run_values(source, objective) if source is not None else ()
-        if values:
-            out.append(Measurement(pid, 0, values))
-    return out
 
 
 def accounting(

@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.records import write_atomic
 from sweep import layout
@@ -325,6 +325,17 @@ def _flags_of(
     return flags_of
 
 
+class ForSearch(NamedTuple):
+    """What failures tell a search (sweep/search/model_search.py replay): the points ruled out or
+    failed for good before this invocation; the rule by which a failure of this invocation rules
+    out the points after it; and the points' sizes in memory (dominated: a round runs smallest
+    first, and an edge a failure shows is probed from below)."""
+
+    excluded: frozenset[str]
+    rules: Callable[[str], frozenset[str]]
+    sizes: Callable[[str], frozenset[str]]
+
+
 def for_search(
     sweep_dir: Path,
     records: layout.Records,
@@ -333,10 +344,8 @@ def for_search(
     classes: Collection[str],
     fresh: bool,
     started: float,
-) -> tuple[frozenset[str], Callable[[str], frozenset[str]]]:
-    """A search's exclusions (sweep/search/model_search.py replay): the points ruled out or failed
-    for good before this invocation, and the rule by which a failure of this invocation rules out
-    the points after it."""
+) -> ForSearch:
+    """A search's lessons (ForSearch) for `points`, as learn reads them."""
     before = learn(sweep_dir, records, points, identities, classes, fresh, started, until=started)
     by_id = {p.point_id: p for p in points}
     flags_of = _flags_of(identities)
@@ -347,4 +356,4 @@ def for_search(
             return frozenset()
         return frozenset(ruled_out(points, [f], flags_of))
 
-    return frozenset(before.ruled) | before.failed, rules
+    return ForSearch(frozenset(before.ruled) | before.failed, rules, dominated(points))
