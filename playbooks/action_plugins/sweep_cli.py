@@ -10,9 +10,9 @@
 them, nor an inventory variable (sglang_*, ansible_*), fails the task before the command runs:
 Ansible would ignore it, so a typo (-e budgte=8) would sweep or deploy what was not asked.
 `settings` (a list of names, such as sglang_sweep_grid and sglang_bench_contexts): the inventory
-settings the playbook reads. A variable of a play host under one of their prefixes (sglang_sweep_,
-sglang_bench_) that is none of them fails the task the same way: sglang_sweep_gird would sweep the
-default grid.
+settings the playbook reads. A variable of a play host (or of each of `hosts`, names) under one of
+their prefixes (sglang_sweep_, sglang_bench_) that is none of them fails the task the same way:
+sglang_sweep_gird would sweep the default grid.
 
 The same entry point as the command line (sweep/__main__.py main), with the same output and exit
 status, so the playbooks read its result as they would a command's. Why not ansible.builtin.command:
@@ -58,12 +58,15 @@ def _hint(name: str, known: list[str], prefix: str = "") -> str:
     return f" (did you mean {rest[close[0]]}?)" if close else ""
 
 
-def _unknown_settings(task_vars: dict[str, Any], settings: list[str]) -> list[str]:
-    """Every variable of a play host under a prefix of `settings` that is none of them."""
+def _unknown_settings(
+    task_vars: dict[str, Any], settings: list[str], hosts: list[str] | None
+) -> list[str]:
+    """Every variable of a host (`hosts`, else the play's) under a prefix of `settings` that is
+    none of them."""
     prefixes = tuple({"_".join(name.split("_")[:2]) + "_" for name in settings})
     return [
         f"{host}: {name}{_hint(name, settings, next(p for p in prefixes if name.startswith(p)))}"
-        for host in task_vars.get("ansible_play_hosts_all") or []
+        for host in hosts or task_vars.get("ansible_play_hosts_all") or []
         for name in sorted(task_vars["hostvars"][host])
         if name.startswith(prefixes) and name not in settings
     ]
@@ -71,7 +74,7 @@ def _unknown_settings(task_vars: dict[str, Any], settings: list[str]) -> list[st
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("argv", "stdin", "parameters", "settings"))
+    _VALID_ARGS = frozenset(("argv", "stdin", "parameters", "settings", "hosts"))
     _supports_check_mode = True
 
     def run(
@@ -91,7 +94,8 @@ class ActionModule(ActionBase):
                     " sglang_* or ansible_*."
                 )
         settings = [str(name) for name in self._task.args.get("settings") or []]
-        unknown = _unknown_settings(task_vars or {}, settings) if settings else []
+        hosts = [str(h) for h in self._task.args.get("hosts") or []]
+        unknown = _unknown_settings(task_vars or {}, settings, hosts) if settings else []
         if unknown:
             raise AnsibleActionFail(
                 "; ".join(unknown) + ": no setting of this playbook or its roles, so it would"

@@ -206,20 +206,42 @@ DEPLOY_CASES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+def deploy(
+    tmp: Path, extra: dict[str, Any], host: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
+    ansible = str(Path(sys.executable).parent / "ansible-playbook")
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1"}
+    given = {"sweep": str(tmp / "nosweep"), "context": 512, "concurrency": 8, **extra}
+    args = [ansible, "-i", str(inventory(tmp, **(host or {}))), str(ROOT / "deploy.yml"), "-e"]
+    return subprocess.run(
+        [*args, json.dumps(given)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 @pytest.mark.parametrize("case", list(DEPLOY_CASES))
 def test_deploy_refuses_a_bad_parameter_before_it_reads_the_sweep(
     tmp_path: Path, case: str
 ) -> None:
     extra, says = DEPLOY_CASES[case]
-    ansible = str(Path(sys.executable).parent / "ansible-playbook")
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1"}
-    given = {"sweep": str(tmp_path / "nosweep"), "context": 512, "concurrency": 8, **extra}
-    args = [ansible, "-i", str(inventory(tmp_path)), str(ROOT / "deploy.yml"), "-e"]
-    run = subprocess.run(
-        [*args, json.dumps(given)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    run = deploy(tmp_path, extra)
     out = run.stdout + run.stderr
     assert run.returncode != 0, out[-2000:]
     assert says in out, out[-2000:]
     # refused before the sweep is read (the sweep named does not exist either)
+    assert "no sweep there" not in out and "UNREACHABLE" not in out, out[-2000:]
+
+
+# The canary's bench reads the fleet's sglang_bench_* variables: a misspelt one would leave the
+# default in force on the canary's verification run, as it would have in a sweep.
+def test_deploy_names_a_bench_setting_of_the_fleet_that_is_none_before_it_reads_the_sweep(
+    tmp_path: Path,
+) -> None:
+    run = deploy(tmp_path, {}, {"sglang_bench_request_timout": 600})
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out[-2000:]
+    says = (
+        f"{HOST}: sglang_bench_request_timout (did you mean sglang_bench_request_timeout?): no"
+        " setting of this playbook or its roles"
+    )
+    assert says in out, out[-2000:]
     assert "no sweep there" not in out and "UNREACHABLE" not in out, out[-2000:]
