@@ -15,7 +15,7 @@ from typing import Any
 from sweep import layout
 from sweep.config import objectives as objectives_mod
 from sweep.config import workload
-from sweep.config.params import SweepInputError
+from sweep.config.params import SweepInputError, positive_int
 from sweep.results.decision import CELL_KEYS, winners
 from sweep.results.results import load_points, rows, twins
 from sweep.rollout import canary
@@ -104,7 +104,8 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
     _greedy_gate(chosen, verdicts.get(chosen), minimum)
     how = "named" if named else "winner"
     chosen_cell = {k: cell[k] for k in CELL_KEYS}
-    reps = _count(inp, "deploy_canary_repetitions", canary.REPETITIONS, minimum=1)
+    reps = _given(inp, "deploy_canary_repetitions")
+    reps = canary.REPETITIONS if reps is None else positive_int("deploy_canary_repetitions", reps)
     tolerance = _number(inp, "deploy_tolerance")
     tolerance = canary.TOLERANCE if tolerance is None else tolerance
     if not 0 <= tolerance < 1:
@@ -132,16 +133,6 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
         digest = str(bench["dataset"]["digest"])
         out["dataset_file"] = str(sweep_dir.parent / workload.WORKLOADS / f"{digest}.jsonl")
     return out
-
-
-def _count(inp: dict[str, Any], key: str, default: int, minimum: int) -> int:
-    value = _given(inp, key)
-    if value is None:
-        return default
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < minimum:
-        raise SweepInputError(f"{key}={value}: not an integer >= {minimum}")
-    return int(text)
 
 
 def _greedy_gate(point: str, verdict: greedy.Verdict | None, minimum: float) -> None:
