@@ -158,21 +158,28 @@ def narrow(rng: np.random.Generator, axis: str = "log") -> Surface:
     one grid step wide (0.5 to 1.2 steps, its centre on a grid point), 0.8 to 1.25 times its
     height, over a floor: either may be the best, and the narrow one is what a smooth model of
     the points around it does not see."""
+    return narrow_parts(rng, axis)[0]
+
+
+def narrow_parts(rng: np.random.Generator, axis: str = "log") -> tuple[Surface, Surface, Point]:
+    """A narrow surface (narrow), the same surface without its narrow peak, and the peak's
+    centre."""
     tb, tk, tw = _steps(axis)
     pts = grid_points()
     c1 = rng.uniform(0, 1, 3)
     s1 = rng.uniform(0.3, 1.0, 3)
-    c2 = np.array(_t(pts[int(rng.integers(len(pts)))], axis))
+    centre = pts[int(rng.integers(len(pts)))]
+    c2 = np.array(_t(centre, axis))
     s2 = np.array([tb, tk, tw]) * rng.uniform(0.5, 1.2, 3)
     h2, floor = rng.uniform(0.8, 1.25), rng.uniform(0.1, 0.3)
 
-    def f(b: float, k: float, w: float) -> float:
+    def f(b: float, k: float, w: float, peak: bool = True) -> float:
         x = np.array([b, k, w])
         g1 = math.exp(-0.5 * float(np.sum(((x - c1) / s1) ** 2)))
-        g2 = h2 * math.exp(-0.5 * float(np.sum(((x - c2) / s2) ** 2)))
+        g2 = h2 * math.exp(-0.5 * float(np.sum(((x - c2) / s2) ** 2))) if peak else 0.0
         return math.log(floor + g1 + g2)
 
-    return f
+    return f, lambda b, k, w: f(b, k, w, peak=False), centre
 
 
 def _linear(b: float, axis: str) -> float:
@@ -286,8 +293,28 @@ def truth(kind: str, index: int, seed: int, axis: str = "log") -> dict[str, floa
     """A surface's noise-free objective (tokens/s, best 1000) at every point of the grid. Every
     surface spans the same kind of range: its worst point 0.2 to 0.5 of its best."""
     rng = np.random.default_rng([seed, CLASSES.index(kind), index])
-    surface = MAKERS[kind](rng, axis)
-    logs = {p.point_id: surface(*_t(p, axis)) for p in grid_points()}
+    return _scaled(rng, MAKERS[kind](rng, axis), axis)[0]
+
+
+def narrow_truth(
+    index: int, seed: int, axis: str = "log"
+) -> tuple[dict[str, float], dict[str, float], str]:
+    """A narrow surface's truth, on the same scale the values its broad bump alone gives, and the
+    narrow peak's centre (benchmarks/narrow_coverage.py)."""
+    rng = np.random.default_rng([seed, CLASSES.index("narrow"), index])
+    full, broad, centre = narrow_parts(rng, axis)
+    with_peak, without = _scaled(rng, full, axis, broad)
+    return with_peak, without, centre.point_id
+
+
+def _scaled(
+    rng: np.random.Generator, surface: Surface, axis: str, *more: Surface
+) -> tuple[dict[str, float], ...]:
+    """`surface` (then each of `more`, on its scale) at every point, scaled: see truth."""
+    logs = [{p.point_id: s(*_t(p, axis)) for p in grid_points()} for s in (surface, *more)]
     span = rng.uniform(math.log(2.0), math.log(5.0))
-    top, low = max(logs.values()), min(logs.values())
-    return {pid: 1000.0 * math.exp((v - top) * span / (top - low)) for pid, v in logs.items()}
+    top, low = max(logs[0].values()), min(logs[0].values())
+    return tuple(
+        {pid: 1000.0 * math.exp((v - top) * span / (top - low)) for pid, v in each.items()}
+        for each in logs
+    )

@@ -40,6 +40,7 @@ class Outcome:
     grid_time: float | None = None
     fails: int = 0  # failed starts
     first_out: int = 0  # runs stopped after their first repetition (clearly out)
+    measured: tuple[str, ...] = ()  # the points the search measured (benchmarks/narrow_coverage.py)
 
 
 def _measured(state: model_search.ModelState[Point]) -> list[str]:
@@ -191,5 +192,6 @@ def run_one(task: Task) -> dict[str, Outcome]:
             grid_time=grid_time,
             fails=m_fails,
             first_out=m_ones,
+            measured=tuple(m_got),
         ),
     }

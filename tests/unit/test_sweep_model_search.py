@@ -313,6 +313,20 @@ def _surfaces() -> Any:
     return module
 
 
+def test_a_narrow_surface_read_apart_is_the_suites_and_its_broad_bump_on_one_scale() -> None:
+    """surfaces_generate.narrow_truth (benchmarks/narrow_coverage.py): the surface's truth is the
+    one the suite searches, its broad bump alone is never above it, and the narrow peak lifts its
+    centre."""
+    _surfaces()  # puts benchmarks/ on sys.path
+    import surfaces_generate as generated
+
+    for index in range(6):
+        full, broad, centre = generated.narrow_truth(index, 1)
+        assert full == generated.truth("narrow", index, 1)
+        assert all(broad[pid] <= full[pid] for pid in full)
+        assert full[centre] > broad[centre]
+
+
 def test_max_restarts_cuts_it_and_the_answer_is_not_settled() -> None:
     pts = points()
     state, recorded = search(pts, grid_of(pts), surface(two_peaks), ModelSearch(max_restarts=8))
