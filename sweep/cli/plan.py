@@ -153,7 +153,9 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     # read once, for the search's steps and the sweep's plan after it
     records = layout.recorded(given.sweep_dir, [p.point_id for p in points])
     identities = store.point_identities(points, given.capabilities, given.bench, given.by_class)
-    known: Known = (records, same, identities)
+    # measured before under the same identity, in the sweep or the store: reused, or warm starts
+    found = {} if given.fresh else store.earlier(given.sweep_dir, identities)
+    known: Known = (records, same, identities, found)
     if given.search == "grid":
         plan = _sweep_plan(given, points, known)
         plan.final = not plan.pending
@@ -163,13 +165,16 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     return plan
 
 
-# what make_plan read of every point: its directory, its twin (same_servers), its identity
-Known = tuple[layout.Records, dict[str, tuple[str, str]], dict[str, dict[str, Any]]]
+# what make_plan read of every point: its directory, its twin (same_servers), its identity, an
+# earlier measurement under that identity (store.earlier)
+Known = tuple[
+    layout.Records, dict[str, tuple[str, str]], dict[str, dict[str, Any]], dict[str, Path]
+]
 
 
 def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     """The plan of `points` in the sweep's directory with its bench parameters."""
-    records, same, every = known
+    records, same, every, found = known
     ids = {p.point_id for p in points}
     same = {pid: twin for pid, twin in same.items() if pid in ids}
     identities = {p.point_id: every[p.point_id] for p in points if p.point_id in every}
@@ -183,10 +188,8 @@ def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     for pid in lessons.ruled:
         if status[pid] not in ("complete", "same"):
             status[pid] = "ruled_out"
-    todo = {
-        p: i for p, i in identities.items() if status[p] not in ("complete", "same", "ruled_out")
-    }
-    reuse = {} if inp.fresh else store.earlier(inp.sweep_dir, todo)
+    done = ("complete", "same", "ruled_out")
+    reuse = {p: d for p, d in found.items() if p in identities and status[p] not in done}
     status.update(dict.fromkeys(reuse, "reused"))
     return Plan(
         inp.name,
@@ -213,7 +216,7 @@ def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     strat, objective = inp.strategy, inp.ranked
     assert strat is not None  # read_inputs made it: search=model
     sweep_dir, bench = inp.sweep_dir, inp.bench
-    records, twins, every = known
+    records, twins, every, earlier = known
     # a point that starts the same server as another is not an axis of the search: it is not
     # searched, and gets its twin's measurement when that one is final
     searched = [p for p in points if not p.is_baseline and p.point_id not in twins]
@@ -223,7 +226,7 @@ def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     since = inp.started
     identities = {p.point_id: every[p.point_id] for p in searched if p.point_id in every}
     # warm starts: the points measured before under the same identity, in the sweep or the store
-    found = {} if inp.fresh else store.earlier(sweep_dir, identities)
+    found = {pid: d for pid, d in earlier.items() if pid in identities}
     lessons = failures.for_search(
         sweep_dir, records, searched, identities, inp.host_classes, inp.fresh, since
     )

@@ -1,8 +1,10 @@
 """A sweep's parameters as given (command line, inventory): parsing and the error that names a bad
 one. Every value a sweep takes is parsed here, once, and refused with its name and value: the
 server parameters into the sweep's points (expand: a grid, explicit points, the baseline, each
-checked by the sglang_server role's own rules), the rest by sweep/cli/inputs.py with these
-helpers."""
+checked by the sglang_server role's own rules), the objective, the search (search_settings), the
+greedy check's minimum, and the bench parameters with the load's (bench_params, load_params: the
+bench's own rules, sweep/config/load.py). sweep/cli/inputs.py calls them in one pass; only a
+user's dataset is read elsewhere (sweep/config/workload.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,19 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.workload import NATURAL
+from bench.capacity import Search, Slo
+from bench.errors import BadArguments
+from bench.more_repetitions import MAX_REPETITIONS
+from bench.prompt_sets import CATEGORIES, CHAT_CATEGORIES
+from bench.workload import NATURAL, check_positive
+from sweep.config.load import (
+    CAPACITY_KEYS,
+    CAPACITY_OBJECTIVE,
+    CLI_KEYS,
+    LOADS,
+    OPEN_LOOP_KEYS,
+    SLO_KEYS,
+)
 from sweep.config.points import DIALECTS_FILE, POINT_KEYS, SERVER_KEYS, Point, role_filters
 
 if TYPE_CHECKING:
@@ -274,3 +288,250 @@ def expand(
     for p in unique.values():
         rules.check(p)
     return sorted(unique.values(), key=Point.sort_key)
+
+
+BENCH_LIST_KEYS = ("contexts", "concurrency", "output_len")
+SEARCHES = ("grid", "model")  # search=halving and search=descent: retired (RETIRED)
+# the command line's settings of the model search (none of them means anything to search=grid)
+SEARCH_KEYS = ("max_restarts", "max_repetitions")
+# the searches retired by issue 41 (docs/search.md), and why: a sweep that names one is refused
+RETIRED = {
+    "halving": "it starts every point at least once, so it cannot save restarts; search=model "
+    "finds the grid's answer in fewer starts",
+    "descent": "it missed the grid's answer on up to 14 of 30 generated surfaces of a class "
+    "(ridges, plateaus, two peaks: benchmarks/search_surfaces.py), where search=model found it "
+    "on 29 or 30 of 30, in fewer starts than the grid",
+}
+# their settings, and the search that had them
+RETIRED_KEYS = {"halving_eta": "halving", "halving_levels": "halving", "halving_run_on": "halving"}
+
+
+def greedy_minimum(value: Any) -> float:
+    """greedy_match_min as given: a share between 0 and 1 (the sweep's, the report's and
+    deploy's one rule)."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        raise SweepInputError(f"greedy_match_min={value}: not a number between 0 and 1") from None
+    if not 0.0 <= share <= 1.0:
+        raise SweepInputError(f"greedy_match_min={value}: must be between 0 and 1")
+    return share
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """search=grid or search=model, and the model search's limits (None: no limit on restarts)."""
+
+    name: str
+    max_restarts: int | None = None
+    max_repetitions: int = MAX_REPETITIONS
+
+
+def search_settings(cli: dict[str, Any]) -> SearchSettings:
+    """The search asked: a retired one (search=halving, search=descent) or one of their settings
+    refused naming why and what to use instead; a setting of the model search refused with
+    search=grid, which measures every point."""
+    name = str(cli.get("search") or "grid")
+    if name in RETIRED:
+        raise SweepInputError(
+            f"search={name} was retired: {RETIRED[name]}. Use search=model (or search=grid to "
+            "measure every point); docs/search.md"
+        )
+    for key, search in RETIRED_KEYS.items():
+        if not absent(cli.get(key)):
+            raise SweepInputError(
+                f"{key}={cli[key]}: a setting of search={search}, which was retired: "
+                f"{RETIRED[search]}. Use search=model (its settings: {', '.join(SEARCH_KEYS)}); "
+                "docs/search.md"
+            )
+    if name not in SEARCHES:
+        raise SweepInputError(f"search={name}: choose one of {', '.join(SEARCHES)}")
+    if name != "grid" and str(cli.get("objective") or "") == CAPACITY_OBJECTIVE:
+        raise SweepInputError(
+            f"objective=capacity with search={name}: a search ranks points cell by cell, "
+            "capacity ranks whole capacity searches; use search=grid"
+        )
+    restarts, reps = (cli.get(key) for key in SEARCH_KEYS)
+    if name == "grid":
+        given = [k for k in SEARCH_KEYS if not absent(cli.get(k))]
+        if given:
+            raise SweepInputError(
+                f"{given[0]}={cli[given[0]]}: a search's setting, and search=grid measures every "
+                "point (give search=model)"
+            )
+        return SearchSettings(name)
+    return SearchSettings(
+        name,
+        None if absent(restarts) else positive_int("max_restarts", restarts),
+        MAX_REPETITIONS if absent(reps) else positive_int("max_repetitions", reps),
+    )
+
+
+def bench_params(
+    cli: dict[str, Any], inventory: dict[str, Any], dataset: bool = False
+) -> dict[str, Any]:
+    """What every point is asked (the bench matrix, the traffic, the greedy-output check); part
+    of every point's identity. `dataset`: a user's dataset is given (sweep/config/workload.py
+    reads it and adds its own parameters)."""
+    inv = inventory.get("bench") or {}
+
+    def pick(key: str) -> Any:
+        return cli.get(key) if not absent(cli.get(key)) else inv.get(key)
+
+    out: dict[str, Any] = {}
+    for key in BENCH_LIST_KEYS:
+        raw = pick(key)
+        if key == "concurrency" and absent(cli.get(key)) and open_loop_only(cli):
+            out[key] = []
+            continue
+        if dataset and key != "concurrency" and absent(cli.get(key)):
+            raw = "natural"  # a dataset is measured as its users send it, unless told otherwise
+        values = int_list(key, raw, natural=key != "concurrency")
+        if values is None:
+            raise SweepInputError(f"{key} is not set (command line or sglang_bench_{key})")
+        out[key] = values
+    requests = pick("requests")
+    out["requests"] = (
+        0 if absent(requests) or str(requests) == "0" else positive_int("requests", requests)
+    )
+    # a dataset on the command line is the traffic, unless categories say otherwise
+    given = cli.get("categories") if not absent(cli.get("categories")) else None
+    default = "dataset" if dataset else inv.get("categories") or "chat"
+    cats = [str(c).strip() for c in items("categories", given or default)]
+    bad = [c for c in cats if c not in CATEGORIES]
+    if bad or not cats:
+        raise SweepInputError(
+            f"categories={','.join(cats)}: each must be one of {', '.join(CATEGORIES)}"
+        )
+    if "dataset" in cats and not dataset:
+        raise SweepInputError("categories=dataset needs a dataset: -e dataset=PATH")
+    plain = [c for c in cats if c not in CHAT_CATEGORIES]
+    if NATURAL in out["contexts"] and plain:
+        raise SweepInputError(
+            f"contexts=natural needs chat-shaped categories ({', '.join(CHAT_CATEGORIES)}); "
+            f"{', '.join(plain)} have no natural length"
+        )
+    out["categories"] = dedupe(cats)
+    out["repetitions"] = positive_int("repetitions", pick("repetitions") or 1)
+    out["natural_max_tokens"] = positive_int(
+        "natural_max_tokens", pick("natural_max_tokens") or 1024
+    )
+    prompts = pick("greedy_prompts")
+    out["greedy"] = {
+        "prompts": 0
+        if str(prompts).strip() == "0"
+        else positive_int("greedy_prompts", prompts or 16),
+        "max_tokens": positive_int("greedy_max_tokens", pick("greedy_max_tokens") or 64),
+    }
+    out.update(load_params(cli, str(cli.get("objective") or "throughput")))
+    return out
+
+
+def _named(e: BadArguments) -> SweepInputError:
+    """The bench's message with its flags as the sweep's parameters (--slo-share: slo_share)."""
+    return SweepInputError(
+        re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), str(e))
+    )
+
+
+def _number(key: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise SweepInputError(f"{key}={raw}: not a number") from None
+    try:
+        check_positive(key, value)
+    except BadArguments as e:
+        raise _named(e) from None
+    return value
+
+
+def open_loop_only(cli: dict[str, Any]) -> bool:
+    """Open-loop load asked on the command line: then closed-loop cells only when it asks for
+    them too (`concurrency`), not from the inventory's default."""
+    return not absent(cli.get("request_rate")) or str(cli.get("load") or "") == "capacity"
+
+
+def load_params(cli: dict[str, Any], objective: str) -> dict[str, Any]:
+    """The load's bench parameters from the command line ({} when none was given)."""
+    load = str(cli.get("load") or "closed")
+    if load not in LOADS:
+        raise SweepInputError(f"load={load}: choose one of {', '.join(LOADS)}")
+    if objective == CAPACITY_OBJECTIVE and load != "capacity":
+        raise SweepInputError(
+            "objective=capacity ranks points by a capacity search: give load=capacity and an SLO"
+        )
+    given = {k: cli[k] for k in (*CLI_KEYS, *SLO_KEYS) if not absent(cli.get(k))}
+    slo_given = [k for k in SLO_KEYS if k in given]
+    if slo_given and load != "capacity" and objective not in ("goodput", CAPACITY_OBJECTIVE):
+        raise SweepInputError(
+            f"{', '.join(slo_given)} given, but an SLO is used only by load=capacity or "
+            f"objective=goodput (objective={objective})"
+        )
+    if "slo_share" in given and load != "capacity":
+        raise SweepInputError("slo_share applies to load=capacity")
+    out: dict[str, Any] = {}
+    if "request_rate" in given:
+        rates = [_number("request_rate", r) for r in items("request_rate", given["request_rate"])]
+        if not rates:
+            raise SweepInputError(f"request_rate={given['request_rate']}: give one or more rates")
+        out["request_rate"] = rates
+    open_loop = "request_rate" in out or load == "capacity"
+    for key in OPEN_LOOP_KEYS:
+        if key not in given:
+            continue
+        if not open_loop:
+            raise SweepInputError(
+                f"{key} applies to open-loop load: give request_rate or load=capacity"
+            )
+        out[key] = (
+            positive_int(key, given[key]) if key == "max_concurrency" else _number(key, given[key])
+        )
+    if load != "capacity":
+        stray = [k for k in CAPACITY_KEYS if k in given]
+        if stray:
+            raise SweepInputError(f"{stray[0]} applies to load=capacity")
+        return out
+    bounds: dict[str, Any] = {}
+    for key, field in (
+        ("capacity_start_rate", "start_rate"),
+        ("capacity_precision", "precision"),
+    ):
+        if key in given:
+            bounds[field] = _number(key, given[key])
+    if "capacity_max_trials" in given:
+        bounds["max_trials"] = _int(given, "capacity_max_trials")
+    share: dict[str, float] = {}
+    if "slo_share" in given:
+        share["share"] = _opt(given, "slo_share") or 0.0
+    try:
+        slo = Slo(_opt(given, "slo_ttft_ms"), _opt(given, "slo_tpot_ms"), **share)
+        search = Search(**bounds)
+    except BadArguments as e:
+        raise _named(e) from None
+    capacity: dict[str, Any] = {
+        **slo.to_dict(),
+        "start_rate": search.start_rate,
+        "precision": search.precision,
+        "max_trials": search.max_trials,
+    }
+    if "capacity_max_seconds" in given:
+        capacity["max_seconds"] = _number("capacity_max_seconds", given["capacity_max_seconds"])
+    out["capacity"] = capacity
+    return out
+
+
+def _opt(given: dict[str, Any], key: str) -> float | None:
+    if key not in given:
+        return None
+    try:
+        return float(given[key])
+    except (TypeError, ValueError):
+        raise SweepInputError(f"{key}={given[key]}: not a number") from None
+
+
+def _int(given: dict[str, Any], key: str) -> int:
+    text = str(given[key]).strip()
+    if not text.lstrip("-").isdigit():
+        raise SweepInputError(f"{key}={given[key]}: not an integer")
+    return int(text)

@@ -61,11 +61,14 @@ class Dataset:
         return sorted({c.source for c in self.conversations})
 
 
-def load(path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path) -> Dataset:
-    """The sample of the dataset at `path` (WorkloadError naming what is wrong), written under
-    `results_root` (sample_file). A file whose path, size and modification time are those of an
-    earlier load with the same sampling parameters is not read again: its sample is (every plan
-    of a sweep asks; a large file takes a while to stream)."""
+def load(
+    path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path, contexts: list[int]
+) -> Dataset:
+    """The sample of the dataset at `path` (WorkloadError naming what is wrong, or a context of
+    `contexts` none of its requests reaches: check_contexts), written under `results_root`
+    (sample_file). A file whose path, size and modification time are those of an earlier load
+    with the same sampling parameters is not read again: its sample is (every plan of a sweep
+    asks; a large file takes a while to stream)."""
     n = _count("dataset_sample", sample, minimum=1)
     s = _count("dataset_seed", seed, minimum=0) or 0
     file = Path(str(path)).expanduser()
@@ -73,6 +76,7 @@ def load(path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path) -> Dat
     key = _file_key(file, n, s, fmt)
     cached = _cached(results_root, key, n, s) if key else None
     if cached is not None:
+        check_contexts(cached, contexts)
         return cached
     try:
         got = datasets.sample(file, n, s, fmt)
@@ -87,6 +91,7 @@ def load(path: Any, sample: Any, seed: Any, fmt: Any, results_root: Path) -> Dat
         n,
         s,
     )
+    check_contexts(ds, contexts)
     write(results_root, ds)
     if key:
         index = results_root / WORKLOADS / FILES / f"{key}.json"

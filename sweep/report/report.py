@@ -18,6 +18,7 @@ from bench.records import write_atomic
 from sweep import layout
 from sweep.config import objectives as objectives_mod
 from sweep.config.load import CAPACITY_OBJECTIVE
+from sweep.config.params import greedy_minimum
 from sweep.report import capacity, html, render
 from sweep.results import sources
 from sweep.results.decision import winners
@@ -95,7 +96,7 @@ def write_report(
     obj = objectives_mod.make(
         objectives_mod.DEFAULT if by_capacity else objective, slo_ttft_ms, slo_tpot_ms
     )
-    greedy_match_min = greedy.check_minimum(greedy_match_min)
+    greedy_match_min = greedy_minimum(greedy_match_min)
     search = layout.read_json(sweep_dir / SEARCH_FILE)
     points = load_points(sweep_dir, obj)
     full = full_benches(search)

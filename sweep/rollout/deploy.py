@@ -15,7 +15,7 @@ from typing import Any
 from sweep import layout
 from sweep.config import objectives as objectives_mod
 from sweep.config import workload
-from sweep.config.params import SweepInputError, positive_int
+from sweep.config.params import SweepInputError, greedy_minimum, positive_int
 from sweep.results.decision import CELL_KEYS, winners
 from sweep.results.results import load_points, rows, twins
 from sweep.rollout import canary
@@ -79,10 +79,7 @@ def choose(inp: dict[str, Any]) -> dict[str, Any]:
         raise SweepInputError(str(e)) from None
     minimum = greedy.MATCH_MIN
     if _given(inp, "greedy_match_min") is not None:
-        try:
-            minimum = greedy.check_minimum(inp["greedy_match_min"])
-        except ValueError as e:
-            raise SweepInputError(str(e)) from None
+        minimum = greedy_minimum(inp["greedy_match_min"])
     points = load_points(sweep_dir, obj)
     verdicts = greedy.verdicts(sweep_dir, points, minimum)
     refused = {p for p, v in verdicts.items() if v.status == "fail"}

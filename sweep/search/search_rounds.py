@@ -18,9 +18,9 @@ from what the sweep recorded whenever the online planner (sweep/cli/planner.py) 
   (search_state.account, from the recorded load and bench times); its verdict: settled or not,
   the largest gain an unmeasured point may have, the points it would measure next.
 - search=halving and search=descent were retired (docs/search.md): a sweep that names one, or a
-  setting only they had, is refused by name before anything runs (sweep/cli/inputs.py, with the
-  model search's own settings); the sweeps they recorded still report (sweep/report/report.py,
-  sweep/report/render.py).
+  setting only they had, is refused by name before anything runs (sweep/config/params.py
+  search_settings, with the model search's own settings); the sweeps they recorded still report
+  (sweep/report/report.py, sweep/report/render.py).
 """
 
 from __future__ import annotations

@@ -134,14 +134,3 @@ def verdicts(sweep_dir: Path, points: list[Any], minimum: float = MATCH_MIN) -> 
             continue
         out[p.point_id] = compare(p.point_id, answers, base.point_id, reference, minimum)
     return out
-
-
-def check_minimum(value: Any) -> float:
-    """greedy_match_min as given: a share between 0 and 1; ValueError naming it otherwise."""
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"greedy_match_min={value}: not a number between 0 and 1") from None
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"greedy_match_min={value}: must be between 0 and 1")
-    return share

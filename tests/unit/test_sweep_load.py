@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.cli.inputs import bench_params
-from sweep.config.load import bench_args, params
-from sweep.config.params import SweepInputError
+from sweep.config.load import bench_args
+from sweep.config.params import SweepInputError, bench_params
+from sweep.config.params import load_params as params
 
 INVENTORY = {"bench": {"contexts": [512], "concurrency": [1, 4], "output_len": [64]}}
 

@@ -242,10 +242,10 @@ def test_points_are_checked_against_what_the_hosts_build_allows(tmp_path: Path) 
 def test_a_plan_parses_its_inputs_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line is read into one Inputs; the objective and the search's settings are made
     there, once, and the plan reads them (it used to make the objective three times)."""
-    from sweep.config import objectives
+    from sweep.config import objectives, params
 
     calls = {"objective": 0, "strategy": 0}
-    make, strategy = objectives.make, inputs.search_strategy
+    make, strategy = objectives.make, params.search_settings
 
     def counted_make(*a: object, **k: object) -> objectives.Objective:
         calls["objective"] += 1
@@ -256,7 +256,7 @@ def test_a_plan_parses_its_inputs_once(tmp_path: Path, monkeypatch: pytest.Monke
         return strategy(*a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(objectives, "make", counted_make)
-    monkeypatch.setattr(inputs, "search_strategy", counted_strategy)
+    monkeypatch.setattr(inputs, "search_settings", counted_strategy)
     p = make_plan(plan_input(tmp_path, ["h1", "h2"], budget="4,8,16", topk="1,4", search="model"))
     assert calls == {"objective": 1, "strategy": 1}
     assert p.search is not None

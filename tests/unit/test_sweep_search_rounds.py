@@ -23,7 +23,7 @@ from sweep.__main__ import main
 from sweep.cli import inputs, planner
 from sweep.cli.plan import make_plan
 from sweep.config import objectives
-from sweep.config.params import SweepInputError
+from sweep.config.params import RETIRED_KEYS, SearchSettings, SweepInputError, search_settings
 from sweep.report.report import write_report
 from sweep.search import search_rounds
 from sweep.search.model_search import ModelSearch
@@ -89,11 +89,14 @@ def plan_round(tmp: Path, round_index: int, **cli: Any) -> dict[str, Any]:
     return json.loads(out_path.read_text())
 
 
-def test_strategy_defaults_and_bounds() -> None:
-    s = inputs.search_strategy({}, THROUGHPUT)
-    assert s == ModelSearch(None, True, max_repetitions=MAX_REPETITIONS)
-    s = inputs.search_strategy({"max_restarts": 7}, objectives.make("tpot"), hosts=3)
-    assert (s.max_restarts, s.higher_is_better, s.batch) == (7, False, 3)
+def test_strategy_defaults_and_bounds(tmp_path: Path) -> None:
+    assert search_settings({"search": "model"}) == SearchSettings("model", None, MAX_REPETITIONS)
+    assert inputs.read_inputs(plan_input(tmp_path, **GRID)).strategy == ModelSearch(
+        None, True, max_repetitions=MAX_REPETITIONS
+    )
+    given = plan_input(tmp_path, ["h1", "h2", "h3"], **GRID, max_restarts=7, objective="tpot")
+    s = inputs.read_inputs(given).strategy
+    assert s is not None and (s.max_restarts, s.higher_is_better, s.batch) == (7, False, 3)
     for cli, named in [
         ({"max_restarts": 0}, "max_restarts=0"),
         ({"max_restarts": True}, "max_restarts=True"),
@@ -101,7 +104,7 @@ def test_strategy_defaults_and_bounds() -> None:
         ({"max_repetitions": "0"}, "max_repetitions=0"),
     ]:
         with pytest.raises(SweepInputError, match=named):
-            inputs.search_strategy(cli, THROUGHPUT)
+            search_settings({"search": "model", **cli})
 
 
 def test_a_runs_value_per_repetition_is_the_geometric_mean_over_cells(tmp_path: Path) -> None:
@@ -140,7 +143,7 @@ def test_a_retired_search_is_refused_by_name_before_anything_is_written(
     assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
 
 
-@pytest.mark.parametrize("key", list(inputs.RETIRED_KEYS))
+@pytest.mark.parametrize("key", list(RETIRED_KEYS))
 @pytest.mark.parametrize("search", ["model", "grid"])
 def test_a_setting_of_a_retired_search_is_refused_by_name(
     tmp_path: Path, key: str, search: str
