@@ -26,6 +26,7 @@ SWEEP_FILE = "sweep.json"
 PROGRESS_LOG = "progress.log"
 POINT_FILE = "point.json"
 FAILURE_FILE = "failure.json"
+SEARCH_FILE = "search.json"  # a model search's state (sweep/search/search_rounds.py)
 STAGING = ".staging"
 # Written by a failed point when stop_on_failure is set, or when the bench refused the sweep's
 # parameters (its one line: the reason); the other hosts end their slices at it.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweep import layout
 from sweep.cli.inputs import Inputs, read_inputs
@@ -36,9 +36,8 @@ class Plan:
     # final: a grid with nothing pending, or a search that is over (its baselines may be left)
     final: bool = False
     stopped: bool = False  # a stop (stop_on_failure, a bench that refused): nothing more runs
-    # search=model: its state (sweep/search/search_rounds.py search_info) and where it is kept
+    # search=model: its state (sweep/search/search_rounds.py search_info), kept in search.json
     search: dict[str, Any] | None = None
-    search_file: Path | None = None
     classes: dict[str, str] = field(default_factory=dict)
     # the user's dataset, sampled: written under <results>/.workloads/ for the hosts to get
     dataset: workload.Dataset | None = None
@@ -156,11 +155,12 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     # measured before under the same identity, in the sweep or the store: reused, or warm starts
     found = {} if given.fresh else store.earlier(given.sweep_dir, identities)
     known: Known = (records, same, identities, found)
-    if given.search == "grid":
-        plan = _sweep_plan(given, points, known)
-        plan.final = not plan.pending
-    else:
-        plan = _search_plan(given, points, known)
+    # the model search chooses the points to plan now; the grid plans them all
+    chosen = _search_choice(given, points, known) if given.search != "grid" else None
+    plan = _sweep_plan(given, chosen.points if chosen else points, known)
+    plan.final = not plan.pending if chosen is None else chosen.final
+    if chosen is not None:
+        plan.stopped, plan.more, plan.search = chosen.stopped, chosen.more, chosen.info
     plan.dataset = given.dataset
     return plan
 
@@ -208,7 +208,18 @@ def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     )
 
 
-def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
+class Choice(NamedTuple):
+    """What the model search chose: the points to plan now, whether it is over (or stopped),
+    the more-repetitions rule of its runs and its state (search.json)."""
+
+    points: list[Point]
+    final: bool
+    stopped: bool
+    more: str | None
+    info: dict[str, Any]
+
+
+def _search_choice(inp: Inputs, points: list[Point], known: Known) -> Choice:
     """The model search now: its pending runs, with the baseline and the warm starts to adopt;
     when it is over (or stopped), every point it measured, final."""
     from sweep.search import search_rounds
@@ -243,19 +254,13 @@ def _search_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
     # warm starts not copied into the sweep yet: planned with the round, so found and copied
     adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     if state.pending and not stopped:
-        plan = _sweep_plan(inp, [r.point for r in state.pending] + baseline + adopt, known)
-        plan.more = rule.to_json() if rule is not None else None
-    else:
-        finals = [r.point for rnd in state.rounds for r in rnd.runs]
-        finals += [p for p in adopt if p not in finals]
-        final_ids = {p.point_id for p in finals}
-        finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
-        plan = _sweep_plan(inp, finals + baseline, known)
-        plan.final = True
-        plan.stopped = stopped
-    plan.search = info
-    plan.search_file = sweep_dir / search_rounds.SEARCH_FILE
-    return plan
+        more = rule.to_json() if rule is not None else None
+        return Choice([r.point for r in state.pending] + baseline + adopt, False, False, more, info)
+    finals = [r.point for rnd in state.rounds for r in rnd.runs]
+    finals += [p for p in adopt if p not in finals]
+    final_ids = {p.point_id for p in finals}
+    finals += [p for p in points if twins.get(p.point_id, ("",))[0] in final_ids]
+    return Choice(finals + baseline, True, stopped, None, info)
 
 
 def record_run(plan: Plan) -> None:

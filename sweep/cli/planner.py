@@ -89,8 +89,8 @@ def _record(plan: Plan) -> None:
         record_run(plan)
     record_ruled(plan)
     settle_same(plan)
-    if plan.search_file is not None and plan.search is not None:
-        write_json(plan.search_file, plan.search)
+    if plan.search is not None:
+        write_json(plan.sweep_dir / layout.SEARCH_FILE, plan.search)
 
 
 def lost_hosts(env: dict[str, str] | None = None) -> set[str]:

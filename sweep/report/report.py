@@ -24,7 +24,7 @@ from sweep.results import sources
 from sweep.results.decision import winners
 from sweep.results.results import PointResult, baseline_of, load_points, rows, twins
 from sweep.rollout import deploy
-from sweep.search.search_rounds import SEARCH_FILE, full_benches
+from sweep.search.search_rounds import full_benches
 from sweep.store import failures, greedy
 
 
@@ -97,7 +97,7 @@ def write_report(
         objectives_mod.DEFAULT if by_capacity else objective, slo_ttft_ms, slo_tpot_ms
     )
     greedy_match_min = greedy_minimum(greedy_match_min)
-    search = layout.read_json(sweep_dir / SEARCH_FILE)
+    search = layout.read_json(sweep_dir / layout.SEARCH_FILE)
     points = load_points(sweep_dir, obj)
     full = full_benches(search)
     if full is not None:

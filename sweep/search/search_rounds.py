@@ -45,8 +45,6 @@ from sweep.search.search_state import Accounting, Measurement, account
 from sweep.store import failures
 from sweep.store.record import RECORDS
 
-SEARCH_FILE = "search.json"
-
 
 def replay(
     points: Sequence[Any],

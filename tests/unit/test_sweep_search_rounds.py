@@ -163,7 +163,7 @@ def test_a_stop_ends_the_rounds(tmp_path: Path) -> None:
     (final / layout.STOP).write_text("failed\n")
     r1 = plan_round(tmp_path, 1, stop_on_failure=True)
     assert r1["final"] and r1["queue"] == []
-    assert json.loads((final / search_rounds.SEARCH_FILE).read_text())["stopped"] is True
+    assert json.loads((final / layout.SEARCH_FILE).read_text())["stopped"] is True
     assert planner.next_run(final, "h1", lost=set())["action"] == "done"
 
 
@@ -182,14 +182,14 @@ def test_a_run_failed_in_this_invocation_is_out_an_earlier_failure_is_retried(
 ) -> None:
     r0 = plan_round(tmp_path, 0, baseline="false")
     final = tmp_path / "s"
-    started = json.loads((final / search_rounds.SEARCH_FILE).read_text())["started"]
+    started = json.loads((final / layout.SEARCH_FILE).read_text())["started"]
     first, *rest = [p["id"] for p in r0["queue"]]
     fail(final, first, finished=started + 1)
     for pid in rest:
         measure(final, pid, 100.0 + int(pid.split("-")[1][1:]))
     r1 = plan_round(tmp_path, 1, baseline="false")
     assert first not in [p["id"] for p in r1["queue"]]
-    info = json.loads((final / search_rounds.SEARCH_FILE).read_text())
+    info = json.loads((final / layout.SEARCH_FILE).read_text())
     assert info["failed"] == [f"{first}@L0"]
     out = write_report(final, with_plots=False)
     assert f"{first}@L0" in out["incomplete"]
