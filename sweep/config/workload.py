@@ -1,5 +1,6 @@
-"""A sweep's traffic, decided on the controller: the bench parameters that say what every point is
-asked, and the user's dataset, sampled here so that only the sample travels to the hosts.
+"""A sweep's traffic, decided on the controller: the user's dataset, sampled here so that only the
+sample travels to the hosts (the bench parameters that say what every point is asked:
+sweep/config/params.py bench_params).
 
 `-e dataset=PATH` names a file on the controller (bench/datasets.py reads its three formats,
 streamed); `dataset_sample=N` and `dataset_seed` pick N of its requests deterministically. The

@@ -156,6 +156,8 @@ def test_bad_input_is_named_before_anything_is_written(
         ({"objective": "speed"}, "speed"),
         ({"greedy_match_min": "2"}, "greedy_match_min"),
         ({"search": "model", "max_restarts": "0"}, "max_restarts=0"),
+        ({"concurrency": "0"}, "concurrency=0"),
+        ({"categories": "dataset,poems"}, "categories=dataset,poems"),
     ],
 )
 def test_a_bad_value_that_needs_no_file_is_named_before_the_dataset_is_read(
@@ -188,6 +190,9 @@ def test_a_file_read_once_is_not_read_again_until_it_changes(
     with monkeypatch.context() as m:
         m.setattr(datasets, "sample", no_reading)
         assert make(tmp_path, dataset=str(traffic)).bench["dataset"] == first
+        # the sample kept is held to the contexts asked, as the file read would be
+        with pytest.raises(SweepInputError, match="contexts=65536: no request"):
+            plan.make_plan(plan_input(tmp_path, budget="4", contexts="65536", dataset=str(traffic)))
     write(traffic, [*traffic.read_text().splitlines(), chat_line("one more request", "c")])
     again = make(tmp_path, dataset=str(traffic)).bench["dataset"]
     assert again["requests"] == 10 and again["digest"] != first["digest"]
