@@ -250,10 +250,10 @@ def _search_choice(inp: Inputs, points: list[Point], known: Known) -> Choice:
     info = search_rounds.search_info(
         records, strat, since, state, stopped, objective, bench["repetitions"]
     )
-    rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
     # warm starts not copied into the sweep yet: planned with the round, so found and copied
     adopt = [p for p in searched if p.point_id in {m.point_id for m in warm}]
     if state.pending and not stopped:
+        rule = search_rounds.more_rule(strat, [*measured, *warm], objective, bench["repetitions"])
         more = rule.to_json() if rule is not None else None
         return Choice([r.point for r in state.pending] + baseline + adopt, False, False, more, info)
     finals = [r.point for rnd in state.rounds for r in rnd.runs]
