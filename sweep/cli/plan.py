@@ -153,7 +153,8 @@ def make_plan(inp: dict[str, Any]) -> Plan:
     records = layout.recorded(given.sweep_dir, [p.point_id for p in points])
     identities = store.point_identities(points, given.capabilities, given.bench, given.by_class)
     # measured before under the same identity, in the sweep or the store: reused, or warm starts
-    found = {} if given.fresh else store.earlier(given.sweep_dir, identities)
+    todo = {pid: i for pid, i in identities.items() if records[pid].status != "complete"}
+    found = {} if given.fresh else store.earlier(given.sweep_dir, todo)
     known: Known = (records, same, identities, found)
     # the model search chooses the points to plan now; the grid plans them all
     chosen = _search_choice(given, points, known) if given.search != "grid" else None
@@ -209,8 +210,7 @@ def _sweep_plan(inp: Inputs, points: list[Point], known: Known) -> Plan:
 
 
 class Choice(NamedTuple):
-    """What the model search chose: the points to plan now, whether it is over (or stopped),
-    the more-repetitions rule of its runs and its state (search.json)."""
+    """The model search's choice: the points to plan, over or stopped, its rule and its state."""
 
     points: list[Point]
     final: bool
